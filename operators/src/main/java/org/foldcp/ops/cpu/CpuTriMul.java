@@ -1,0 +1,137 @@
+package org.foldcp.ops.cpu;
+
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.layer.Direction;
+import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.PairTensor;
+
+/**
+ * The CPU backend: the reference route and the fallback when there is no GPU.
+ *
+ * <p>Same dataflow as the GPU kernels (DESIGN.md section 2 with cp = 1): the projection stage
+ * stores gated a and b channel-major ([c][i][k], transposed for incoming), the triangle product
+ * runs one NT GEMM per channel, z is gathered token-major for LN_out and the output projection.
+ * Channels are processed in chunks so that a and b never need more than about 256 MiB; z is
+ * kept whole in fp32 because LN_out needs every channel of a token. Any N >= 1 works directly:
+ * the GEMM handles ragged edges, so no padding is needed here.
+ */
+public final class CpuTriMul implements TriMulBackend {
+  private static final long AB_CHUNK_BYTES = 256L << 20;
+
+  private final Parallel parallel;
+
+  /** Uses every available core. */
+  public CpuTriMul() {
+    this(Runtime.getRuntime().availableProcessors());
+  }
+
+  public CpuTriMul(int threads) {
+    this.parallel = new Parallel(threads);
+  }
+
+  @Override
+  public String name() {
+    return "cpu";
+  }
+
+  public int threads() {
+    return parallel.threads();
+  }
+
+  /** Checks that x can go through {@code layer}; the message names the value and the rule. */
+  public static void validate(PairTensor x, TriMulLayer layer) {
+    InvalidInputException.require(x.isSquare(), "pair tensor shape", x.shapeString(),
+        "a pair tensor must be (B, N, N, D) with equal row and column counts");
+    InvalidInputException.require(x.dim() == layer.dim(), "D of the pair tensor", x.dim(),
+        "must equal the layer's D = " + layer.dim() + " (norm_in.weight has " + layer.dim() + " values)");
+  }
+
+  @Override
+  public PairTensor forward(PairTensor x, TriMulLayer layer) {
+    validate(x, layer);
+    PreparedLayer l = new PreparedLayer(layer);
+    int n = x.n();
+    int d = l.dim;
+    PairTensor out = PairTensor.zeros(x.batch(), n, n, d);
+    copyMask(x, out);
+    int chunk = channelChunk(n, d, parallel.threads());
+    float[][][] z = new float[d][n][n];
+    float[][][] a = new float[chunk][n][n];
+    float[][][] bm = new float[chunk][n][n];
+    for (int b = 0; b < x.batch(); b++) {
+      final int batch = b;
+      for (int c0 = 0; c0 < d; c0 += chunk) {
+        final int lo = c0;
+        final int hi = Math.min(d, c0 + chunk);
+        Stages.ProjectionSink sink = channelMajorSink(l.direction, a, bm, hi - lo);
+        parallel.forEach(n, i -> Stages.projectRow(x, batch, i, l, lo, hi,
+            Stages.Scratch.local(n, d, hi - lo), Gemm.local(), sink));
+        parallel.forEach(hi - lo, q -> Gemm.local().nt(n, n, n, a[q], 0, 0, bm[q], 0, 0, z[lo + q], 0, 0, false));
+      }
+      parallel.forEach(n, i -> {
+        Stages.Scratch s = Stages.Scratch.local(n, d, Math.min(d, chunk));
+        for (int j = 0; j < n; j++) {
+          float[] zr = s.zt[j];
+          for (int c = 0; c < d; c++) {
+            zr[c] = z[c][i][j];
+          }
+        }
+        Stages.outputRow(x, batch, i, l, s.zt, s, Gemm.local(), out);
+      });
+    }
+    return out;
+  }
+
+  /**
+   * Stores a tile row's projections into full N x N channel-major matrices: a[c][i][k] for
+   * outgoing (row i of the pair tensor is row i of A_c), the transpose for incoming, so that the
+   * triangle product is Z_c = A_c B_c^T in both directions.
+   */
+  static Stages.ProjectionSink channelMajorSink(Direction dir, float[][][] a, float[][][] b, int channels) {
+    if (dir == Direction.OUTGOING) {
+      return (i, c0, ar, br) -> {
+        for (int q = 0; q < channels; q++) {
+          System.arraycopy(ar[q], 0, a[q][i], 0, a[q][i].length);
+          System.arraycopy(br[q], 0, b[q][i], 0, b[q][i].length);
+        }
+      };
+    }
+    return (i, c0, ar, br) -> {
+      for (int q = 0; q < channels; q++) {
+        float[][] aq = a[q];
+        float[][] bq = b[q];
+        float[] arq = ar[q];
+        float[] brq = br[q];
+        for (int k = 0; k < aq.length; k++) {
+          aq[k][i] = arq[k];
+          bq[k][i] = brq[k];
+        }
+      }
+    };
+  }
+
+  static void copyMask(PairTensor from, PairTensor to) {
+    if (from.hasMask()) {
+      byte[][] m = new byte[from.batch() * from.rows()][];
+      for (int b = 0; b < from.batch(); b++) {
+        for (int i = 0; i < from.rows(); i++) {
+          m[b * from.rows() + i] = from.maskRow(b, i).clone();
+        }
+      }
+      to.setMask(m);
+    }
+  }
+
+  /** Channels per chunk: a and b within AB_CHUNK_BYTES, but at least one per thread. */
+  static int channelChunk(int n, int d, int threads) {
+    long perChannel = 2L * n * n * Float.BYTES;
+    long fit = Math.max(1, AB_CHUNK_BYTES / perChannel);
+    return (int) Math.min(d, Math.max(threads, fit));
+  }
+
+  @Override
+  public void close() {
+    parallel.close();
+  }
+}

@@ -1,0 +1,181 @@
+package org.foldcp.ops.cpu;
+
+import org.foldcp.ops.tensor.Bf16;
+import org.foldcp.ops.tensor.PairTensor;
+
+/**
+ * The per-row building blocks of a TriMul layer on the CPU. Each works on one row of a pair
+ * block (a whole tensor or a CP tile), so the single-rank backend and every context-parallel
+ * route run the very same arithmetic and differ only in where a and b go and where z comes from.
+ */
+public final class Stages {
+  private Stages() {}
+
+  /** Receives the gated, masked projections of one tile row for a channel range. */
+  public interface ProjectionSink {
+    /**
+     * @param localRow row of the tile (0-based)
+     * @param c0 first channel of the range (absolute, 0..D-1)
+     * @param a a[c - c0][j] for the tile's columns j
+     * @param b b[c - c0][j]
+     */
+    void accept(int localRow, int c0, float[][] a, float[][] b);
+  }
+
+  /** Scratch buffers of one thread, sized for (cols, D, channel range). */
+  public static final class Scratch {
+    final float[][] xn;
+    final float[][] pa;
+    final float[][] ga;
+    final float[][] pb;
+    final float[][] gb;
+    final float[][] lz;
+    final float[][] po;
+    final float[][] go;
+    /** z of one row, token-major [j][c], filled by whoever brings z (local gather or reshard). */
+    public final float[][] zt;
+    private final int cols;
+    private final int dim;
+    private final int channels;
+
+    private static final ThreadLocal<Scratch> PER_THREAD = new ThreadLocal<>();
+
+    /** This thread's scratch for the given sizes, reallocated only when the sizes change. */
+    public static Scratch local(int cols, int dim, int channels) {
+      Scratch s = PER_THREAD.get();
+      if (s == null || s.cols != cols || s.dim != dim || s.channels != channels) {
+        s = new Scratch(cols, dim, channels);
+        PER_THREAD.set(s);
+      }
+      return s;
+    }
+
+    public Scratch(int cols, int dim, int channels) {
+      this.cols = cols;
+      this.dim = dim;
+      this.channels = channels;
+      zt = new float[cols][dim];
+      xn = new float[cols][dim];
+      pa = new float[channels][cols];
+      ga = new float[channels][cols];
+      pb = new float[channels][cols];
+      gb = new float[channels][cols];
+      lz = new float[cols][dim];
+      po = new float[cols][dim];
+      go = new float[cols][dim];
+    }
+  }
+
+  /** LayerNorm over the D channels of every token of one row of x, into xn[j][c]. */
+  static void layerNormRow(short[] xRow, int cols, int dim, float[] w, float[] bias, float eps, float[][] xn) {
+    for (int j = 0; j < cols; j++) {
+      float[] out = xn[j];
+      int off = j * dim;
+      float mean = 0f;
+      for (int c = 0; c < dim; c++) {
+        float v = Bf16.toFloat(xRow[off + c]);
+        out[c] = v;
+        mean += v;
+      }
+      mean /= dim;
+      float var = 0f;
+      for (int c = 0; c < dim; c++) {
+        float d = out[c] - mean;
+        var += d * d;
+      }
+      float inv = (float) (1.0 / Math.sqrt(var / dim + eps));
+      for (int c = 0; c < dim; c++) {
+        out[c] = (out[c] - mean) * inv * w[c] + bias[c];
+      }
+    }
+  }
+
+  static float sigmoid(float v) {
+    return (float) (1.0 / (1.0 + Math.exp(-v)));
+  }
+
+  /**
+   * LN_in, projection and gating of row {@code i} of batch {@code b} of {@code x}, for channels
+   * [c0, c1): a = sigmoid(xn g_in^T) * (xn p_in^T) * m, and the same for b with rows D + c.
+   */
+  public static void projectRow(PairTensor x, int b, int i, PreparedLayer l, int c0, int c1,
+                         Scratch s, Gemm gemm, ProjectionSink sink) {
+    int cols = x.cols();
+    int d = l.dim;
+    int cc = c1 - c0;
+    layerNormRow(x.row(b, i), cols, d, l.normInW, l.normInB, l.eps, s.xn);
+    // Transposed form (channels x tokens): each output row is one channel across the tile row,
+    // which is exactly the channel-major order the triangle product wants.
+    gemm.nt(cc, cols, d, l.pIn, c0, 0, s.xn, 0, 0, s.pa, 0, 0, false);
+    gemm.nt(cc, cols, d, l.gIn, c0, 0, s.xn, 0, 0, s.ga, 0, 0, false);
+    gemm.nt(cc, cols, d, l.pIn, d + c0, 0, s.xn, 0, 0, s.pb, 0, 0, false);
+    gemm.nt(cc, cols, d, l.gIn, d + c0, 0, s.xn, 0, 0, s.gb, 0, 0, false);
+    byte[] m = x.maskRow(b, i);
+    for (int q = 0; q < cc; q++) {
+      int c = c0 + q;
+      float[] pa = s.pa[q];
+      float[] ga = s.ga[q];
+      float[] pb = s.pb[q];
+      float[] gb = s.gb[q];
+      float bpa = l.pInB[c];
+      float bga = l.gInB[c];
+      float bpb = l.pInB[d + c];
+      float bgb = l.gInB[d + c];
+      for (int j = 0; j < cols; j++) {
+        if (m != null && m[j] == 0) {
+          pa[j] = 0f;
+          pb[j] = 0f;
+        } else {
+          pa[j] = sigmoid(ga[j] + bga) * (pa[j] + bpa);
+          pb[j] = sigmoid(gb[j] + bgb) * (pb[j] + bpb);
+        }
+      }
+    }
+    sink.accept(i, c0, s.pa, s.pb);
+  }
+
+  /**
+   * LN_out, output projection, gate and residual for row {@code i}: z[j][c] holds the triangle
+   * product of the row's tokens (token-major); the bf16 result goes to row i of {@code out}.
+   */
+  public static void outputRow(PairTensor x, int b, int i, PreparedLayer l, float[][] z, Scratch s, Gemm gemm,
+                        PairTensor out) {
+    int cols = x.cols();
+    int d = l.dim;
+    short[] xRow = x.row(b, i);
+    for (int j = 0; j < cols; j++) {
+      float[] zr = z[j];
+      float[] lz = s.lz[j];
+      float mean = 0f;
+      for (int c = 0; c < d; c++) {
+        mean += zr[c];
+      }
+      mean /= d;
+      float var = 0f;
+      for (int c = 0; c < d; c++) {
+        float dv = zr[c] - mean;
+        var += dv * dv;
+      }
+      float inv = (float) (1.0 / Math.sqrt(var / d + l.eps));
+      for (int c = 0; c < d; c++) {
+        lz[c] = (zr[c] - mean) * inv * l.normOutW[c] + l.normOutB[c];
+      }
+    }
+    layerNormRow(xRow, cols, d, l.normInW, l.normInB, l.eps, s.xn);
+    gemm.nt(cols, d, d, s.lz, 0, 0, l.pOut, 0, 0, s.po, 0, 0, false);
+    gemm.nt(cols, d, d, s.xn, 0, 0, l.gOut, 0, 0, s.go, 0, 0, false);
+    short[] oRow = out.row(b, i);
+    for (int j = 0; j < cols; j++) {
+      float[] po = s.po[j];
+      float[] go = s.go[j];
+      int off = j * d;
+      for (int c = 0; c < d; c++) {
+        float v = sigmoid(go[c] + l.gOutB[c]) * (po[c] + l.pOutB[c]);
+        if (l.residual) {
+          v += Bf16.toFloat(xRow[off + c]);
+        }
+        oRow[off + c] = Bf16.fromFloat(v);
+      }
+    }
+  }
+}

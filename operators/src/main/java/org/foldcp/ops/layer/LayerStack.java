@@ -1,0 +1,55 @@
+package org.foldcp.ops.layer;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import org.foldcp.ops.InvalidInputException;
+
+/** Several TriMul layers applied in order to the same pair tensor; all share D. */
+public final class LayerStack implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final List<TriMulLayer> layers;
+
+  public LayerStack(List<TriMulLayer> layers) {
+    InvalidInputException.require(layers != null && !layers.isEmpty(), "layer count",
+        layers == null ? "null" : layers.size(), "a layer stack needs at least one layer");
+    int d = layers.get(0).dim();
+    for (int l = 1; l < layers.size(); l++) {
+      InvalidInputException.require(layers.get(l).dim() == d, "D of layer " + l, layers.get(l).dim(),
+          "every layer of a stack must have the D of layer 0 (" + d + ")");
+    }
+    this.layers = Collections.unmodifiableList(new ArrayList<>(layers));
+  }
+
+  public static LayerStack of(TriMulLayer... layers) {
+    return new LayerStack(List.of(layers));
+  }
+
+  /**
+   * A stack of {@code count} random layers alternating outgoing and incoming, residual on,
+   * as in a Pairformer block; deterministic in {@code seed}.
+   */
+  public static LayerStack randomAlternating(int count, int d, long seed, boolean withBiases) {
+    List<TriMulLayer> ls = new ArrayList<>();
+    for (int l = 0; l < count; l++) {
+      Direction dir = l % 2 == 0 ? Direction.OUTGOING : Direction.INCOMING;
+      ls.add(new TriMulLayer(TriMulSpec.of(dir, true), LayerWeights.random(d, seed + 7919L * l, withBiases)));
+    }
+    return new LayerStack(ls);
+  }
+
+  public List<TriMulLayer> layers() { return layers; }
+
+  public int size() { return layers.size(); }
+
+  public int dim() { return layers.get(0).dim(); }
+
+  public TriMulLayer get(int i) { return layers.get(i); }
+
+  @Override
+  public String toString() {
+    return "LayerStack" + layers;
+  }
+}

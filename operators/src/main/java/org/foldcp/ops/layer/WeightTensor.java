@@ -1,0 +1,38 @@
+package org.foldcp.ops.layer;
+
+import java.io.Serializable;
+import java.util.Arrays;
+import java.util.Objects;
+
+/** One named weight tensor: its shape as stored in the file and its values as float, row-major. */
+public final class WeightTensor implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final String name;
+  private final long[] shape;
+  private final float[] values;
+
+  public WeightTensor(String name, long[] shape, float[] values) {
+    this.name = Objects.requireNonNull(name, "name");
+    this.shape = shape.clone();
+    this.values = Objects.requireNonNull(values, "values");
+    long count = 1;
+    for (long s : shape) {
+      count *= s;
+    }
+    if (count != values.length) {
+      throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(shape)
+          + " but " + values.length + " values");
+    }
+  }
+
+  public String name() { return name; }
+
+  public long[] shape() { return shape.clone(); }
+
+  public float[] values() { return values; }
+
+  public String shapeString() { return Arrays.toString(shape); }
+
+  public boolean hasShape(long... expected) { return Arrays.equals(shape, expected); }
+}
