@@ -54,7 +54,7 @@ public final class CpuTriMul implements TriMulBackend {
     int n = x.n();
     int d = l.dim;
     PairTensor out = PairTensor.zeros(x.batch(), n, n, d);
-    copyMask(x, out);
+    out.setMask(x.maskCopy());
     int chunk = channelChunk(n, d, parallel.threads());
     float[][][] z = new float[d][n][n];
     float[][][] a = new float[chunk][n][n];
@@ -111,17 +111,6 @@ public final class CpuTriMul implements TriMulBackend {
     };
   }
 
-  static void copyMask(PairTensor from, PairTensor to) {
-    if (from.hasMask()) {
-      byte[][] m = new byte[from.batch() * from.rows()][];
-      for (int b = 0; b < from.batch(); b++) {
-        for (int i = 0; i < from.rows(); i++) {
-          m[b * from.rows() + i] = from.maskRow(b, i).clone();
-        }
-      }
-      to.setMask(m);
-    }
-  }
 
   /** Channels per chunk: a and b within AB_CHUNK_BYTES, but at least one per thread. */
   static int channelChunk(int n, int d, int threads) {

@@ -199,7 +199,7 @@ public final class SafeTensors {
     }
     long need = numel > Long.MAX_VALUE / dt.itemSize ? Long.MAX_VALUE : numel * dt.itemSize;
     InvalidInputException.require(e.end >= e.begin && e.end - e.begin == need, what, offsets,
-        "end - begin must equal numel * itemsize = " + numel + " * " + dt.itemSize + " = " + need
+        "end - begin (" + (e.end - e.begin) + " bytes) must equal numel * itemsize = " + numel + " * " + dt.itemSize + " = " + need
             + " bytes for shape " + e.shapeString() + " of dtype " + dt.name());
     InvalidInputException.require(e.end <= h.dataLength(), what, offsets,
         "must lie inside the data buffer of " + h.dataLength() + " bytes (the file has " + h.fileSize

@@ -216,6 +216,18 @@ public final class PairTensor implements Serializable {
     return out;
   }
 
+  /** A copy of the mask rows, or null when there is no mask. */
+  public byte[][] maskCopy() {
+    if (mask == null) {
+      return null;
+    }
+    byte[][] m = new byte[mask.length][];
+    for (int r = 0; r < m.length; r++) {
+      m[r] = mask[r].clone();
+    }
+    return m;
+  }
+
   /** A deep copy (values and mask). */
   public PairTensor copy() {
     short[][] d = new short[data.length][];

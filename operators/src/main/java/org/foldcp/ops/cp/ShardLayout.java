@@ -1,0 +1,97 @@
+package org.foldcp.ops.cp;
+
+import java.io.Serializable;
+import org.foldcp.ops.InvalidInputException;
+
+/**
+ * Where everything lives for a pair tensor of N tokens and D channels on a CP grid
+ * (DESIGN.md section 2): token tiles before and after the layer, channel slices in between.
+ *
+ * <p>N is padded up to a multiple of lcm(cp0, cp1) with masked tokens so that every tile has the
+ * same extent (the GPU kernels want equal tiles); masked tokens contribute exactly zero to every
+ * triangle sum, and the padding is cropped on the way out. D is not padded: each rank owns
+ * D / cp channels, so D must divide by cp.
+ */
+public final class ShardLayout implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  private final CpGrid grid;
+  private final int n;
+  private final int dim;
+  private final int paddedN;
+  private final int tileRows;
+  private final int tileCols;
+  private final int channelsPerRank;
+
+  public ShardLayout(CpGrid grid, int n, int dim) {
+    InvalidInputException.require(n >= 1, "N", n, "the number of tokens must be >= 1");
+    InvalidInputException.require(dim >= 1, "D", dim, "the pair channel count must be >= 1");
+    InvalidInputException.require(dim % grid.size() == 0, "D", dim,
+        "must be divisible by cp = " + grid.size() + " (grid " + grid + "): each rank owns D/cp channels"
+            + " of the triangle product; choose cp among the divisors of " + dim);
+    this.grid = grid;
+    this.n = n;
+    this.dim = dim;
+    int multiple = lcm(grid.rowGroups(), grid.colGroups());
+    this.paddedN = (int) Math.min(Integer.MAX_VALUE, ((long) n + multiple - 1) / multiple * multiple);
+    this.tileRows = paddedN / grid.rowGroups();
+    this.tileCols = paddedN / grid.colGroups();
+    this.channelsPerRank = dim / grid.size();
+  }
+
+  static int lcm(int a, int b) {
+    int x = a;
+    int y = b;
+    while (y != 0) {
+      int t = x % y;
+      x = y;
+      y = t;
+    }
+    return a / x * b;
+  }
+
+  public CpGrid grid() { return grid; }
+
+  public int n() { return n; }
+
+  public int dim() { return dim; }
+
+  /** N after padding with masked tokens (a multiple of lcm(cp0, cp1)). */
+  public int paddedN() { return paddedN; }
+
+  public int tileRows() { return tileRows; }
+
+  public int tileCols() { return tileCols; }
+
+  public int channelsPerRank() { return channelsPerRank; }
+
+  /** The token window of {@code rank} in the padded grid. */
+  public TileBounds tile(int rank) {
+    return new TileBounds(grid.rowGroupOf(rank) * tileRows, grid.colGroupOf(rank) * tileCols, tileRows, tileCols);
+  }
+
+  /** First channel owned by {@code rank}; it owns [first, first + channelsPerRank). */
+  public int firstChannel(int rank) {
+    grid.checkRank(rank);
+    return rank * channelsPerRank;
+  }
+
+  /** The rank that owns channel c during the triangle product. */
+  public int channelOwner(int c) {
+    InvalidInputException.require(c >= 0 && c < dim, "channel", c, "must lie in [0, " + dim + ")");
+    return c / channelsPerRank;
+  }
+
+  /** The rank whose tile holds token (gi, gj) of the padded grid. */
+  public int tokenOwner(int gi, int gj) {
+    InvalidInputException.require(gi >= 0 && gi < paddedN && gj >= 0 && gj < paddedN, "token",
+        "(" + gi + ", " + gj + ")", "must lie in the padded grid [0, " + paddedN + ")^2");
+    return grid.rank(gi / tileRows, gj / tileCols);
+  }
+
+  @Override
+  public String toString() {
+    return "ShardLayout(grid " + grid + ", N=" + n + " padded to " + paddedN + ", tile " + tileRows + "x" + tileCols
+        + ", D=" + dim + ", " + channelsPerRank + " channels per rank)";
+  }
+}

@@ -1,0 +1,371 @@
+package org.foldcp.ops.io;
+
+import static org.foldcp.ops.io.NpyTest.message;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.foldcp.ops.layer.LayerWeights;
+import org.foldcp.ops.layer.WeightTensor;
+import org.foldcp.ops.tensor.Bf16;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+class SafeTensorsTest {
+  static final String OUT = "pairformer.layers.0.tri_mul_out.";
+  static final String IN = "pairformer.layers.0.tri_mul_in.";
+
+  @TempDir
+  Path dir;
+
+  /** A file with two layers: tri_mul_out with the optional biases, tri_mul_in without. */
+  private Path twoLayers(String dtype, LayerWeights out, LayerWeights in) {
+    Map<String, LayerWeights> layers = new LinkedHashMap<>();
+    layers.put(OUT, out);
+    layers.put(IN, in);
+    Path f = dir.resolve("weights_" + dtype + ".safetensors");
+    SafeTensors.writeLayers(f, layers, dtype);
+    return f;
+  }
+
+  private static float rounded(String dtype, float v) {
+    switch (dtype) {
+      case "BF16": return Bf16.round(v);
+      case "F16": return Half.toFloat(Half.fromFloat(v));
+      default: return v;
+    }
+  }
+
+  // ---- round trips ----
+
+  @ParameterizedTest
+  @ValueSource(strings = {"F32", "BF16", "F16", "F64"})
+  void prefixPicksOneLayerOfTwo(String dtype) {
+    LayerWeights out = LayerWeights.random(8, 1L, true);
+    LayerWeights in = LayerWeights.random(8, 2L, false);
+    Path f = twoLayers(dtype, out, in);
+
+    LayerWeights gotOut = SafeTensors.readLayer(f, OUT, 8);
+    LayerWeights gotIn = SafeTensors.readLayer(f, IN, -1);
+    assertEquals(8, gotOut.dim());
+    assertEquals(LayerWeights.REQUIRED.size() + LayerWeights.OPTIONAL.size(), gotOut.names().size());
+    assertTrue(gotOut.has(LayerWeights.P_IN_B) && gotOut.has(LayerWeights.G_OUT_B));
+    assertEquals(LayerWeights.REQUIRED, gotIn.names(), "tri_mul_in was written without biases");
+    assertNull(gotIn.bias(LayerWeights.P_IN_B));
+
+    for (String name : out.names()) {
+      float[] want = out.get(name);
+      float[] got = gotOut.get(name);
+      assertEquals(want.length, got.length, name);
+      for (int q = 0; q < want.length; q++) {
+        assertEquals(rounded(dtype, want[q]), got[q], name + "[" + q + "]");
+        assertEquals(want[q], got[q], Math.abs(want[q]) * 0x1.0p-8 + 1e-7, "within " + dtype + " rounding");
+      }
+    }
+    for (String name : in.names()) {
+      float[] want = in.get(name);
+      float[] got = gotIn.get(name);
+      for (int q = 0; q < want.length; q++) {
+        assertEquals(rounded(dtype, want[q]), got[q], name + "[" + q + "]");
+      }
+    }
+    if (dtype.equals("F32") || dtype.equals("F64")) {
+      assertEquals(out.digest(), gotOut.digest(), "F32 and F64 hold float32 values exactly");
+      assertEquals(in.digest(), gotIn.digest());
+    } else {
+      assertNotEquals(out.digest(), gotOut.digest(), "narrow dtypes round the random weights");
+    }
+  }
+
+  @Test
+  void writeLayerAndPrefixWithoutTrailingDot() {
+    LayerWeights w = LayerWeights.random(4, 3L, true);
+    Path f = dir.resolve("one.safetensors");
+    SafeTensors.writeLayer(f, "model.tri_mul_out", w, "F32");
+    assertTrue(SafeTensors.keys(f).contains("model.tri_mul_out.p_in.weight"));
+    assertEquals(w.digest(), SafeTensors.readLayer(f, "model.tri_mul_out", 4).digest());
+    assertEquals(w.digest(), SafeTensors.readLayer(f, "model.tri_mul_out.", 4).digest());
+    assertEquals(Map.of("format", "pt"), SafeTensors.metadata(f));
+  }
+
+  @Test
+  void emptyPrefixReadsAFileOfOneUnprefixedLayer() {
+    LayerWeights w = LayerWeights.random(4, 4L, false);
+    Path f = dir.resolve("bare.safetensors");
+    SafeTensors.write(f, w.tensors(), "F32", null);
+    assertEquals(w.digest(), SafeTensors.readLayer(f, "", 4).digest());
+    assertEquals(Map.of(), SafeTensors.metadata(f));
+  }
+
+  @Test
+  void readAllKeysAndMetadata() {
+    Map<String, WeightTensor> t = new LinkedHashMap<>();
+    t.put("b.weight", new WeightTensor("b.weight", new long[] {2, 3}, new float[] {1, 2, 3, 4, 5, 6}));
+    t.put("a.scalar", new WeightTensor("a.scalar", new long[] {}, new float[] {-7.5f}));
+    t.put("caf\u00e9.\"q\"", new WeightTensor("x", new long[] {1}, new float[] {0.25f}));
+    Map<String, String> meta = new LinkedHashMap<>();
+    meta.put("format", "pt");
+    meta.put("note", "line1\nline2 \"quoted\" \\ \u00e9");
+    Path f = dir.resolve("all.safetensors");
+    SafeTensors.write(f, t, "F32", meta);
+
+    assertEquals(List.of("b.weight", "a.scalar", "caf\u00e9.\"q\""), SafeTensors.keys(f));
+    assertEquals(meta, SafeTensors.metadata(f));
+    Map<String, WeightTensor> all = SafeTensors.readAll(f);
+    assertEquals(List.of("b.weight", "a.scalar", "caf\u00e9.\"q\""), List.copyOf(all.keySet()));
+    assertArrayEquals(new long[] {2, 3}, all.get("b.weight").shape());
+    assertArrayEquals(new float[] {1, 2, 3, 4, 5, 6}, all.get("b.weight").values());
+    assertArrayEquals(new long[] {}, all.get("a.scalar").shape());
+    assertArrayEquals(new float[] {-7.5f}, all.get("a.scalar").values());
+    assertArrayEquals(new float[] {0.25f}, all.get("caf\u00e9.\"q\"").values());
+  }
+
+  @Test
+  void writtenLayoutMatchesTheFormat() throws IOException {
+    Map<String, WeightTensor> t = new LinkedHashMap<>();
+    t.put("x", new WeightTensor("x", new long[] {4}, new float[] {1f, -2f, 65504f, 1f / 3}));
+    Path f = dir.resolve("f16.safetensors");
+    SafeTensors.write(f, t, "F16", null);
+    byte[] bytes = Files.readAllBytes(f);
+    ByteBuffer b = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+    long n = b.getLong(0);
+    assertEquals(0, (8 + n) % 8, "the data buffer starts 8-byte aligned");
+    String json = new String(bytes, 8, (int) n, StandardCharsets.UTF_8).strip();
+    assertEquals("{\"x\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[0,8]}}", json);
+    int data = (int) (8 + n);
+    assertEquals(data + 8, bytes.length);
+    assertEquals(0x3c00, b.getShort(data) & 0xffff);
+    assertEquals(0xc000, b.getShort(data + 2) & 0xffff);
+    assertEquals(0x7bff, b.getShort(data + 4) & 0xffff);
+    assertEquals(0x3555, b.getShort(data + 6) & 0xffff);
+  }
+
+  @Test
+  void readsHandBuiltHalfAndBfloatBytesAndOverlappingOffsets() throws IOException {
+    ByteBuffer data = ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN);
+    data.putShort((short) 0x3c00).putShort((short) 0xc000); // F16 1, -2
+    data.putShort((short) 0x3fc0).putShort((short) 0xc020); // BF16 1.5, -2.5
+    data.putFloat(0.75f);
+    String json = "{\"__metadata__\":{\"k\":\"v\"},"
+        + "\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]},"
+        + "\"b\":{\"dtype\":\"BF16\",\"shape\":[1,2],\"data_offsets\":[4,8]},"
+        + "\"same_as_b\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[4,8]},"
+        + "\"f\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}";
+    Path f = RawFiles.safetensors(dir.resolve("hand.safetensors"), json, data.array());
+    Map<String, WeightTensor> all = SafeTensors.readAll(f);
+    assertArrayEquals(new float[] {1f, -2f}, all.get("h").values());
+    assertArrayEquals(new float[] {1.5f, -2.5f}, all.get("b").values());
+    assertArrayEquals(new long[] {1, 2}, all.get("b").shape());
+    assertArrayEquals(new float[] {Half.toFloat((short) 0x3fc0), Half.toFloat((short) 0xc020)},
+        all.get("same_as_b").values(), "overlapping ranges are allowed");
+    assertArrayEquals(new float[] {0.75f}, all.get("f").values());
+    assertEquals(Map.of("k", "v"), SafeTensors.metadata(f));
+  }
+
+  @Test
+  void keysReadsOnlyTheHeader() throws IOException {
+    LayerWeights w = LayerWeights.random(4, 5L, false);
+    Path f = dir.resolve("full.safetensors");
+    SafeTensors.writeLayer(f, OUT, w, "F32");
+    byte[] bytes = Files.readAllBytes(f);
+    long n = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+    Path cut = Files.write(dir.resolve("cut.safetensors"), Arrays.copyOf(bytes, (int) (8 + n + 10)));
+    assertEquals(SafeTensors.keys(f), SafeTensors.keys(cut), "the data is not needed for keys()");
+    assertEquals(8, SafeTensors.keys(cut).size());
+    String msg = message(() -> SafeTensors.readAll(cut));
+    assertTrue(msg.contains("data_offsets of '" + OUT) && msg.contains("must lie inside the data buffer of 10 bytes"),
+        msg);
+  }
+
+  @Test
+  void unrelatedUnsupportedTensorsDoNotHurtReadLayer() throws IOException {
+    LayerWeights w = LayerWeights.random(2, 6L, false);
+    Map<String, WeightTensor> t = new LinkedHashMap<>();
+    w.tensors().forEach((k, v) -> t.put(OUT + k, v));
+    Path good = dir.resolve("good.safetensors");
+    SafeTensors.write(good, t, "F32", null);
+    // Re-declare the file with an extra I64 tensor elsewhere in the model.
+    byte[] bytes = Files.readAllBytes(good);
+    long n = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+    String json = new String(bytes, 8, (int) n, StandardCharsets.UTF_8).strip();
+    int dataLen = bytes.length - (int) (8 + n);
+    json = json.substring(0, json.length() - 1) + ",\"step\":{\"dtype\":\"I64\",\"shape\":[],\"data_offsets\":["
+        + dataLen + "," + (dataLen + 8) + "]}}";
+    byte[] data = Arrays.copyOfRange(bytes, (int) (8 + n), bytes.length + 8);
+    Path f = RawFiles.safetensors(dir.resolve("with_i64.safetensors"), json, data);
+    assertEquals(w.digest(), SafeTensors.readLayer(f, OUT, 2).digest());
+    String msg = message(() -> SafeTensors.readAll(f));
+    assertTrue(msg.contains("'step'") && msg.contains("= I64") && msg.contains("BF16, F16, F32, F64"), msg);
+  }
+
+  // ---- bad inputs ----
+
+  @Test
+  void unknownPrefixListsExistingLayerPrefixes() {
+    Path f = twoLayers("F32", LayerWeights.random(4, 1L, false), LayerWeights.random(4, 2L, false));
+    String msg = message(() -> SafeTensors.readLayer(f, "pairformer.layers.0.tri_mul_ot.", 4));
+    assertTrue(msg.contains("'pairformer.layers.0.tri_mul_ot.'") && msg.contains("has a name starting with it"), msg);
+    assertTrue(msg.contains("'" + OUT + "'") && msg.contains("'" + IN + "'"), msg);
+    assertTrue(msg.indexOf("'" + OUT + "'") < msg.indexOf("'" + IN + "'"), "closest prefix first: " + msg);
+  }
+
+  @Test
+  void unknownPrefixFallsBackToParentPaths() throws IOException {
+    Map<String, WeightTensor> t = new LinkedHashMap<>();
+    for (String k : List.of("embed.a.weight", "embed.b.weight", "head.weight")) {
+      t.put(k, new WeightTensor(k, new long[] {1}, new float[] {1}));
+    }
+    Path f = dir.resolve("other.safetensors");
+    SafeTensors.write(f, t, "F32", null);
+    String msg = message(() -> SafeTensors.readLayer(f, "trunk.", -1));
+    assertTrue(msg.contains("'trunk.'") && msg.contains("'embed.a.'") && msg.contains("'embed.b.'")
+        && msg.contains("'head.'"), msg);
+  }
+
+  @Test
+  void unsupportedDtypeOfNeededTensor() throws IOException {
+    Path f = withEntry("p_in.weight", "I64", "[2, 1]", 16);
+    String msg = message(() -> SafeTensors.readLayer(f, OUT, -1));
+    assertTrue(msg.contains("'" + OUT + "p_in.weight'") && msg.contains("= I64")
+        && msg.contains("supported tensor dtypes are BF16, F16, F32, F64"), msg);
+  }
+
+  @Test
+  void offsetsThatDoNotMatchTheShape() throws IOException {
+    Path f = withEntry("p_in.weight", "F32", "[2, 1]", 12); // needs 8 bytes, declares 12
+    String msg = message(() -> SafeTensors.readLayer(f, OUT, -1));
+    assertTrue(msg.contains("data_offsets of '" + OUT + "p_in.weight'") && msg.contains("= [8, 20]")
+        && msg.contains("(12 bytes) must equal numel * itemsize = 2 * 4 = 8 bytes for shape [2, 1] of dtype F32"), msg);
+  }
+
+  @Test
+  void offsetsOutOfRange() throws IOException {
+    String json = "{\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[8,16]}}";
+    Path f = RawFiles.safetensors(dir.resolve("range.safetensors"), json, new byte[12]);
+    String msg = message(() -> SafeTensors.readAll(f));
+    assertTrue(msg.contains("data_offsets of 'w'") && msg.contains("= [8, 16]")
+        && msg.contains("must lie inside the data buffer of 12 bytes"), msg);
+  }
+
+  @Test
+  void headerLengthLargerThanFile() throws IOException {
+    ByteBuffer b = ByteBuffer.allocate(20).order(ByteOrder.LITTLE_ENDIAN).putLong(5000);
+    Path f = Files.write(dir.resolve("long.safetensors"), b.array());
+    String msg = message(() -> SafeTensors.keys(f));
+    assertTrue(msg.contains("header length") && msg.contains("= 5000") && msg.contains("it has 20 bytes")
+        && msg.contains("at most 12"), msg);
+    Path tiny = Files.write(dir.resolve("tiny.safetensors"), new byte[3]);
+    String tmsg = message(() -> SafeTensors.keys(tiny));
+    assertTrue(tmsg.contains("= 3 bytes") && tmsg.contains("8-byte little-endian header length"), tmsg);
+  }
+
+  @Test
+  void headerNotJson() throws IOException {
+    Path f = RawFiles.safetensors(dir.resolve("nj.safetensors"), "{\"w\": {\"dtype\": F32}}", new byte[0]);
+    String msg = message(() -> SafeTensors.keys(f));
+    assertTrue(msg.contains("{\"w\": {\"dtype\": F32}}") && msg.contains("not parseable as JSON")
+        && msg.contains("starting with 'F'"), msg);
+  }
+
+  @Test
+  void headerEntryWithoutOffsets() throws IOException {
+    Path f = RawFiles.safetensors(dir.resolve("no.safetensors"), "{\"w\":{\"dtype\":\"F32\",\"shape\":[1]}}", new byte[4]);
+    String msg = message(() -> SafeTensors.keys(f));
+    assertTrue(msg.contains("\"data_offsets\" of header entry 'w'") && msg.contains("= null")
+        && msg.contains("\"data_offsets\": [begin, end]"), msg);
+  }
+
+  @Test
+  void badWriteDtypeAndOverflow() {
+    Map<String, WeightTensor> t = Map.of("w", new WeightTensor("w", new long[] {2}, new float[] {1f, 70000f}));
+    Path f = dir.resolve("w.safetensors");
+    String msg = message(() -> SafeTensors.write(f, t, "I32", null));
+    assertTrue(msg.contains("dtype = I32") && msg.contains("writable dtypes are BF16, F16, F32, F64"), msg);
+    String over = message(() -> SafeTensors.write(f, t, "F16", null));
+    assertTrue(over.contains("w[1] = 70000.0") && over.contains("rounds to infinity in F16"), over);
+    SafeTensors.write(f, t, "BF16", null);
+    assertArrayEquals(new float[] {1f, Bf16.round(70000f)}, SafeTensors.readAll(f).get("w").values());
+  }
+
+  // ---- LayerWeights' name and shape checks, reached through the reader ----
+
+  @Test
+  void missingKeyNamesTheFullKey() {
+    Map<String, WeightTensor> t = prefixed(LayerWeights.random(4, 7L, false));
+    t.remove(OUT + "g_in.weight");
+    Path f = write(t);
+    String msg = message(() -> SafeTensors.readLayer(f, OUT, 4));
+    assertTrue(msg.contains("'" + OUT + "g_in.weight'") && msg.contains("missing"), msg);
+  }
+
+  @Test
+  void misShapedKeyNamesFoundAndExpectedShapes() {
+    int d = 128;
+    Map<String, WeightTensor> t = prefixed(LayerWeights.random(d, 8L, false));
+    t.put(OUT + "p_in.weight", new WeightTensor("p_in.weight", new long[] {d, d}, new float[d * d]));
+    Path f = write(t);
+    String msg = message(() -> SafeTensors.readLayer(f, OUT, d));
+    assertTrue(msg.contains(OUT + "p_in.weight") && msg.contains("= [128, 128]") && msg.contains("[256, 128]"), msg);
+  }
+
+  @Test
+  void dimensionMismatchWithExpectedDim() {
+    Path f = write(prefixed(LayerWeights.random(16, 9L, true)));
+    String msg = message(() -> SafeTensors.readLayer(f, OUT, 64));
+    assertTrue(msg.contains("'" + OUT + "norm_in.weight'") && msg.contains("= 16") && msg.contains("D = 64"), msg);
+  }
+
+  @Test
+  void unknownKeyUnderPrefix() {
+    Map<String, WeightTensor> t = prefixed(LayerWeights.random(4, 10L, false));
+    t.put(OUT + "extra.weight", new WeightTensor("extra.weight", new long[] {3}, new float[3]));
+    Path f = write(t);
+    String msg = message(() -> SafeTensors.readLayer(f, OUT, 4));
+    assertTrue(msg.contains("'" + OUT + "extra.weight'") && msg.contains("unexpected"), msg);
+    assertFalse(msg.contains("missing"), msg);
+  }
+
+  private Map<String, WeightTensor> prefixed(LayerWeights w) {
+    Map<String, WeightTensor> t = new LinkedHashMap<>();
+    w.tensors().forEach((k, v) -> t.put(OUT + k, v));
+    return t;
+  }
+
+  private Path write(Map<String, WeightTensor> t) {
+    Path f = dir.resolve("layer.safetensors");
+    SafeTensors.write(f, t, "F32", null);
+    return f;
+  }
+
+  /** A layer of D = 1 whose {@code name} entry is declared by hand with dtype, shape and byte length. */
+  private Path withEntry(String name, String dtype, String shape, int bytes) throws IOException {
+    StringBuilder json = new StringBuilder("{");
+    long off = 0;
+    for (String req : LayerWeights.REQUIRED) {
+      String d = req.equals(name) ? dtype : "F32";
+      String s = req.equals(name) ? shape : Arrays.toString(LayerWeights.expectedShape(req, 1));
+      long len = req.equals(name) ? bytes : 4L * (req.startsWith("p_in") || req.startsWith("g_in") ? 2 : 1);
+      json.append(json.length() == 1 ? "" : ",").append('"').append(OUT).append(req).append("\":{\"dtype\":\"")
+          .append(d).append("\",\"shape\":").append(s).append(",\"data_offsets\":[").append(off).append(',')
+          .append(off + len).append("]}");
+      off += len;
+    }
+    json.append('}');
+    return RawFiles.safetensors(dir.resolve("hand_" + dtype + ".safetensors"), json.toString(), new byte[(int) off]);
+  }
+}
