@@ -18,6 +18,7 @@ if ! command -v cmake >/dev/null 2>&1; then
   echo "$tag skipped: cmake not found on PATH"
   exit 0
 fi
+mkdir -p "$build_dir"
 echo "$tag building with $(nvcc --version | tail -1) into $build_dir"
 cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" >"$build_dir.log" 2>&1 \
   || { cat "$build_dir.log"; echo "$tag cmake configure failed"; exit 1; }

@@ -48,13 +48,15 @@ public final class SafeTensors {
     try (FileChannel ch = FileReads.openRead(file)) {
       SafeTensorsHeader h = SafeTensorsHeader.read(ch, file);
       Map<String, WeightTensor> picked = new LinkedHashMap<>();
+      boolean anyKnown = false;
       for (SafeTensorsHeader.Entry e : h.entries.values()) {
         if (!e.name.startsWith(prefix)) {
           continue;
         }
         String name = e.name.substring(prefix.length());
-        if (LayerWeights.REQUIRED.contains(name) || LayerWeights.OPTIONAL.contains(name)) {
+        if (isLayerWeight(name)) {
           picked.put(name, new WeightTensor(name, e.shape, readFloats(ch, h, e)));
+          anyKnown = true;
         } else {
           // Not read: fromTensors rejects it by name, and its data may be large or of any dtype.
           picked.put(name, new WeightTensor(name, new long[] {0}, new float[0]));
@@ -62,6 +64,15 @@ public final class SafeTensors {
       }
       if (picked.isEmpty()) {
         throw noSuchPrefix(prefix, h);
+      }
+      if (!anyKnown) {
+        // e.g. "pairformer.layers.3." holds both tri_mul_out and tri_mul_in: name the choices.
+        List<String> inside = layerPrefixes(h);
+        inside.removeIf(c -> !c.startsWith(prefix));
+        if (!inside.isEmpty()) {
+          throw InvalidInputException.of("key prefix", "'" + prefix + "'",
+              "must name one TriMul layer, but it contains the layers " + quoted(inside, inside.size()));
+        }
       }
       return LayerWeights.fromTensors(picked, prefix, expectedDim);
     } catch (IOException e) {
@@ -199,8 +210,8 @@ public final class SafeTensors {
     }
     long need = numel > Long.MAX_VALUE / dt.itemSize ? Long.MAX_VALUE : numel * dt.itemSize;
     InvalidInputException.require(e.end >= e.begin && e.end - e.begin == need, what, offsets,
-        "end - begin (" + (e.end - e.begin) + " bytes) must equal numel * itemsize = " + numel + " * " + dt.itemSize + " = " + need
-            + " bytes for shape " + e.shapeString() + " of dtype " + dt.name());
+        "end - begin (" + (e.end - e.begin) + " bytes) must equal numel * itemsize = " + numel + " * "
+            + dt.itemSize + " = " + need + " bytes for shape " + e.shapeString() + " of dtype " + dt.name());
     InvalidInputException.require(e.end <= h.dataLength(), what, offsets,
         "must lie inside the data buffer of " + h.dataLength() + " bytes (the file has " + h.fileSize
             + " bytes and the data starts at byte " + h.dataStart + "): truncated file?");
@@ -238,42 +249,76 @@ public final class SafeTensors {
     return keyPrefix.endsWith(".") ? keyPrefix : keyPrefix + ".";
   }
 
-  /**
-   * An unknown prefix is almost always a typo or a wrong layer index, so the error lists the
-   * layer prefixes that do exist, closest to the requested one first. A layer prefix is what
-   * precedes "norm_in.weight"; files without one fall back to the parents of all keys.
-   */
-  private static InvalidInputException noSuchPrefix(String prefix, SafeTensorsHeader h) {
-    TreeSet<String> candidates = new TreeSet<>();
+  private static boolean isLayerWeight(String name) {
+    return LayerWeights.REQUIRED.contains(name) || LayerWeights.OPTIONAL.contains(name);
+  }
+
+  /** The prefixes of the layers in the file: whatever precedes each "norm_in.weight" key. */
+  private static List<String> layerPrefixes(SafeTensorsHeader h) {
+    TreeSet<String> out = new TreeSet<>();
     String anchor = LayerWeights.NORM_IN_W;
     for (String key : h.entries.keySet()) {
       if (key.equals(anchor) || key.endsWith("." + anchor)) {
-        candidates.add(key.substring(0, key.length() - anchor.length()));
+        out.add(key.substring(0, key.length() - anchor.length()));
       }
     }
-    if (candidates.isEmpty()) {
-      for (String key : h.entries.keySet()) {
-        candidates.add(key.substring(0, key.lastIndexOf('.') + 1));
-      }
-    }
-    List<String> ranked = new ArrayList<>(candidates);
-    ranked.sort(Comparator.comparingInt((String c) -> -commonPrefix(c, prefix)).thenComparing(c -> c));
-    List<String> shown = new ArrayList<>();
-    for (String c : ranked.subList(0, Math.min(SUGGESTIONS, ranked.size()))) {
-      shown.add("'" + c + "'");
-    }
-    String more = ranked.size() > SUGGESTIONS ? " and " + (ranked.size() - SUGGESTIONS) + " more" : "";
-    return InvalidInputException.of("key prefix", "'" + prefix + "'",
-        "no tensor in " + h.file + " (" + h.entries.size() + " tensors) has a name starting with it; "
-            + (shown.isEmpty() ? "the file holds no tensors" : "prefixes present: " + shown + more));
+    return new ArrayList<>(out);
   }
 
-  private static int commonPrefix(String a, String b) {
-    int n = Math.min(a.length(), b.length());
-    int q = 0;
-    while (q < n && a.charAt(q) == b.charAt(q)) {
-      q++;
+  /**
+   * An unknown prefix is almost always a typo or a wrong layer index, so the error lists the
+   * layer prefixes that do exist, most similar (by edit distance) first. Files without any
+   * layer fall back to the parent paths of all keys.
+   */
+  private static InvalidInputException noSuchPrefix(String prefix, SafeTensorsHeader h) {
+    List<String> candidates = layerPrefixes(h);
+    if (candidates.isEmpty()) {
+      TreeSet<String> parents = new TreeSet<>();
+      for (String key : h.entries.keySet()) {
+        parents.add(key.substring(0, key.lastIndexOf('.') + 1));
+      }
+      candidates = new ArrayList<>(parents);
     }
-    return q;
+    Map<String, Integer> distance = new LinkedHashMap<>();
+    for (String c : candidates) {
+      distance.put(c, editDistance(c, prefix));
+    }
+    candidates.sort(Comparator.comparing(distance::get));
+    return InvalidInputException.of("key prefix", "'" + prefix + "'",
+        "no tensor in " + h.file + " (" + h.entries.size() + " tensors) has a name starting with it; "
+            + (candidates.isEmpty() ? "the file holds no tensors"
+                : "prefixes present: " + quoted(candidates, SUGGESTIONS)));
+  }
+
+  private static String quoted(List<String> items, int limit) {
+    StringBuilder sb = new StringBuilder("[");
+    for (int q = 0; q < Math.min(limit, items.size()); q++) {
+      sb.append(q == 0 ? "'" : ", '").append(items.get(q)).append('\'');
+    }
+    sb.append(']');
+    if (items.size() > limit) {
+      sb.append(" and ").append(items.size() - limit).append(" more");
+    }
+    return sb.toString();
+  }
+
+  /** Levenshtein distance: one typo in a 40-character prefix should rank its target first. */
+  private static int editDistance(String a, String b) {
+    int[] prev = new int[b.length() + 1];
+    int[] cur = new int[b.length() + 1];
+    for (int j = 0; j <= b.length(); j++) {
+      prev[j] = j;
+    }
+    for (int i = 1; i <= a.length(); i++) {
+      cur[0] = i;
+      for (int j = 1; j <= b.length(); j++) {
+        int sub = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
+        cur[j] = Math.min(sub, Math.min(prev[j], cur[j - 1]) + 1);
+      }
+      int[] t = prev;
+      prev = cur;
+      cur = t;
+    }
+    return prev[b.length()];
   }
 }

@@ -244,6 +244,23 @@ public final class PairTensor implements Serializable {
     return new PairTensor(batch, rows, cols, dim, d, m);
   }
 
+  /** Batch element b as a (1, rows, cols, D) block (a copy). */
+  public PairTensor batchElement(int b) {
+    InvalidInputException.require(b >= 0 && b < batch, "batch index", b, "must lie in [0, " + batch + ")");
+    PairTensor out = zeros(1, rows, cols, dim);
+    for (int i = 0; i < rows; i++) {
+      System.arraycopy(row(b, i), 0, out.row(0, i), 0, cols * dim);
+    }
+    if (mask != null) {
+      byte[][] m = new byte[rows][];
+      for (int i = 0; i < rows; i++) {
+        m[i] = mask[b * rows + i].clone();
+      }
+      out.mask = m;
+    }
+    return out;
+  }
+
   /** Copies the (rows x cols) window starting at (row0, col0) of every batch into a new block. */
   public PairTensor window(int row0, int col0, int nRows, int nCols) {
     InvalidInputException.require(row0 >= 0 && nRows >= 1 && row0 + nRows <= rows, "row window",

@@ -225,6 +225,14 @@ class SafeTensorsTest {
   }
 
   @Test
+  void prefixAboveTheLayersNamesTheLayersInside() {
+    Path f = twoLayers("F32", LayerWeights.random(4, 1L, false), LayerWeights.random(4, 2L, false));
+    String msg = message(() -> SafeTensors.readLayer(f, "pairformer.layers.0", 4));
+    assertTrue(msg.contains("'pairformer.layers.0.'") && msg.contains("must name one TriMul layer")
+        && msg.contains("'" + OUT + "'") && msg.contains("'" + IN + "'"), msg);
+  }
+
+  @Test
   void unknownPrefixFallsBackToParentPaths() throws IOException {
     Map<String, WeightTensor> t = new LinkedHashMap<>();
     for (String k : List.of("embed.a.weight", "embed.b.weight", "head.weight")) {

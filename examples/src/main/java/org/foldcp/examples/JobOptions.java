@@ -1,0 +1,103 @@
+package org.foldcp.examples;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import org.foldcp.ops.InvalidInputException;
+
+/** Command-line options of {@link TriMulJob}; every option has a default that runs as is. */
+final class JobOptions {
+  String master = null; // null: keep spark-submit's; local[*] when run directly
+  int n = 256;
+  int dim = 128;
+  int layers = 2;
+  int complexes = 2;
+  int threads = 0; // 0: spark.task.cpus, or all cores in local mode
+  long seed = 20261129L;
+  double maskedFraction = 0.1;
+  String input = null;
+  String inputMask = null;
+  String weights = null;
+  List<String> prefixes = new ArrayList<>();
+  String output = null;
+  boolean help = false;
+
+  static final String USAGE = String.join("\n",
+      "fold-cp-spark TriMul job: applies a TriMul layer stack to pair tensors on Spark.",
+      "",
+      "Usage: TriMulJob [options]     (or spark-submit --class org.foldcp.examples.TriMulJob <jar> [options])",
+      "  --master URL        Spark master when not set by spark-submit (default local[*])",
+      "  --n N               tokens of each synthetic complex (default 256)",
+      "  --dim D             pair channels of the synthetic complexes and weights (default 128)",
+      "  --layers L          layers of the generated stack, alternating outgoing/incoming, residual (default 2)",
+      "  --complexes C       synthetic complexes to fold in parallel (default 2)",
+      "  --masked F          fraction of masked pair positions in synthetic complexes (default 0.1)",
+      "  --seed S            random seed for synthetic data and weights",
+      "  --input FILE.npy    a pair tensor (N,N,D) or (B,N,N,D), float32/float16, instead of synthetic data",
+      "  --input-mask FILE   its pair mask .npy (N,N) or (B,N,N), uint8/bool/float32",
+      "  --weights FILE      a .safetensors file; with --prefix, one layer per prefix, in order",
+      "  --prefix P          key prefix of a layer, e.g. pairformer.layers.0.tri_mul_out. (repeatable;",
+      "                      tri_mul_in in a prefix makes the layer incoming, else outgoing; residual on)",
+      "  --threads T         CPU threads per task (default spark.task.cpus, or all cores locally)",
+      "  --output FILE.npy   write the output of the first complex (float32)",
+      "  --help              this text");
+
+  static JobOptions parse(String[] args) {
+    JobOptions o = new JobOptions();
+    for (int q = 0; q < args.length; q++) {
+      String a = args[q];
+      if (a.equals("--help") || a.equals("-h")) {
+        o.help = true;
+        continue;
+      }
+      if (q + 1 >= args.length) {
+        throw InvalidInputException.of("option " + a, "(no value)", "needs a value; see --help");
+      }
+      String v = args[++q];
+      switch (a) {
+        case "--master": o.master = v; break;
+        case "--n": o.n = positive(a, v); break;
+        case "--dim": o.dim = positive(a, v); break;
+        case "--layers": o.layers = positive(a, v); break;
+        case "--complexes": o.complexes = positive(a, v); break;
+        case "--threads": o.threads = positive(a, v); break;
+        case "--seed": o.seed = Long.parseLong(v); break;
+        case "--masked": o.maskedFraction = fraction(a, v); break;
+        case "--input": o.input = v; break;
+        case "--input-mask": o.inputMask = v; break;
+        case "--weights": o.weights = v; break;
+        case "--prefix": o.prefixes.add(v); break;
+        case "--output": o.output = v; break;
+        default:
+          throw InvalidInputException.of("option", a, "is not known; see --help");
+      }
+    }
+    InvalidInputException.require(o.weights == null || !o.prefixes.isEmpty(), "--prefix", "(none)",
+        "--weights needs at least one --prefix naming a layer in the file");
+    return o;
+  }
+
+  private static int positive(String name, String v) {
+    try {
+      int x = Integer.parseInt(v);
+      InvalidInputException.require(x >= 1, name, x, "must be an integer >= 1");
+      return x;
+    } catch (NumberFormatException e) {
+      throw InvalidInputException.of(name, "'" + v + "'", "must be an integer >= 1");
+    }
+  }
+
+  private static double fraction(String name, String v) {
+    try {
+      double x = Double.parseDouble(v);
+      InvalidInputException.require(x >= 0 && x < 1, name, x, "must lie in [0, 1)");
+      return x;
+    } catch (NumberFormatException e) {
+      throw InvalidInputException.of(name, "'" + v + "'", "must be a number in [0, 1)");
+    }
+  }
+
+  static boolean incoming(String prefix) {
+    return prefix.toLowerCase(Locale.ROOT).contains("tri_mul_in");
+  }
+}

@@ -1,0 +1,91 @@
+package org.foldcp.spark.tiles;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.tensor.PairTensor;
+
+/**
+ * Pair tiles as DataFrame rows (DESIGN.md section 5): complex_id, n_tokens, row0, col0, rows,
+ * cols, dim, pair (bf16 little-endian, row-major [rows][cols][dim]), mask (uint8 per (row, col),
+ * null = all valid). A whole complex is the tile (0, 0, N, N).
+ */
+public final class PairTiles {
+  private PairTiles() {}
+
+  public static final StructType SCHEMA = new StructType(new StructField[] {
+      DataTypes.createStructField("complex_id", DataTypes.StringType, false),
+      DataTypes.createStructField("n_tokens", DataTypes.IntegerType, false),
+      DataTypes.createStructField("row0", DataTypes.IntegerType, false),
+      DataTypes.createStructField("col0", DataTypes.IntegerType, false),
+      DataTypes.createStructField("rows", DataTypes.IntegerType, false),
+      DataTypes.createStructField("cols", DataTypes.IntegerType, false),
+      DataTypes.createStructField("dim", DataTypes.IntegerType, false),
+      DataTypes.createStructField("pair", DataTypes.BinaryType, false),
+      DataTypes.createStructField("mask", DataTypes.BinaryType, true)});
+
+  /** A tile row for batch element {@code b} of {@code t}, placed at (row0, col0) of an N-token complex. */
+  public static Row toRow(String complexId, int nTokens, int row0, int col0, PairTensor t, int b) {
+    int rows = t.rows();
+    int cols = t.cols();
+    int d = t.dim();
+    long bytes = 2L * rows * cols * d;
+    InvalidInputException.require(bytes <= Integer.MAX_VALUE - 8, "tile size", bytes + " bytes",
+        "one tile row must stay below 2 GiB; shard the complex into more tiles (cp > 1)");
+    ByteBuffer buf = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < rows; i++) {
+      buf.asShortBuffer().position(i * cols * d).put(t.row(b, i));
+    }
+    byte[] mask = null;
+    if (t.hasMask()) {
+      mask = new byte[rows * cols];
+      for (int i = 0; i < rows; i++) {
+        System.arraycopy(t.maskRow(b, i), 0, mask, i * cols, cols);
+      }
+    }
+    return RowFactory.create(complexId, nTokens, row0, col0, rows, cols, d, buf.array(), mask);
+  }
+
+  /** The tile of a row as a (1, rows, cols, dim) block; checks the sizes against the header. */
+  public static PairTensor fromRow(Row row) {
+    String id = row.getString(0);
+    int rows = row.getInt(4);
+    int cols = row.getInt(5);
+    int d = row.getInt(6);
+    byte[] pair = (byte[]) row.get(7);
+    byte[] mask = row.isNullAt(8) ? null : (byte[]) row.get(8);
+    long want = 2L * rows * cols * d;
+    InvalidInputException.require(pair != null && pair.length == want, "pair bytes of complex '" + id + "'",
+        pair == null ? "null" : pair.length, "must be 2 * rows * cols * dim = " + want + " (bf16)");
+    PairTensor t = PairTensor.zeros(1, rows, cols, d);
+    ByteBuffer buf = ByteBuffer.wrap(pair).order(ByteOrder.LITTLE_ENDIAN);
+    for (int i = 0; i < rows; i++) {
+      buf.asShortBuffer().position(i * cols * d).get(t.row(0, i));
+    }
+    if (mask != null) {
+      InvalidInputException.require(mask.length == rows * cols, "mask bytes of complex '" + id + "'", mask.length,
+          "must be rows * cols = " + (rows * cols) + " (one uint8 per position)");
+      byte[][] m = new byte[rows][cols];
+      for (int i = 0; i < rows; i++) {
+        System.arraycopy(mask, i * cols, m[i], 0, cols);
+      }
+      t.setMask(m);
+    }
+    return t;
+  }
+
+  /** Checks that a row holds a whole complex (the tile (0, 0, N, N)), as the cp = 1 route needs. */
+  public static void requireWholeComplex(Row row) {
+    String id = row.getString(0);
+    int n = row.getInt(1);
+    String tile = "(" + row.getInt(2) + ", " + row.getInt(3) + ", " + row.getInt(4) + ", " + row.getInt(5) + ")";
+    InvalidInputException.require(row.getInt(2) == 0 && row.getInt(3) == 0 && row.getInt(4) == n && row.getInt(5) == n,
+        "tile (row0, col0, rows, cols) of complex '" + id + "'", tile,
+        "the cp = 1 route needs each complex whole in one row, i.e. (0, 0, " + n + ", " + n + ")");
+  }
+}
