@@ -46,25 +46,26 @@ public final class TokenToChannel {
 
   /**
    * Packs row {@code i} of the sender's tile into the payload of {@code s}: values[c][j] holds
-   * channel c (absolute, from channel {@code valuesChannel0}) of the row's tokens.
+   * channel c (absolute, from channel {@code valuesChannel0}) of the row's tokens. The segment's
+   * payload starts at {@code base} in {@code payload} (several payloads may share one array).
    */
-  public static void packRow(ReshardSegment s, int i, float[][] values, int valuesChannel0, float[] payload) {
+  public static void packRow(ReshardSegment s, int i, float[][] values, int valuesChannel0, float[] payload, int base) {
     for (int q = 0; q < s.channels; q++) {
       float[] v = values[s.channel0 + q - valuesChannel0];
       for (int j = 0; j < s.tokens.cols; j++) {
-        payload[s.offset(i, j, q)] = v[j];
+        payload[base + s.offset(i, j, q)] = v[j];
       }
     }
   }
 
-  /** Stores a received payload into the owner's channel matrices m[cLocal][row][col]. */
-  public static void unpack(ReshardSegment s, Direction dir, float[] payload, float[][][] m) {
+  /** Stores a received payload (from {@code base} on) into the owner's channel matrices m[cLocal][row][col]. */
+  public static void unpack(ReshardSegment s, Direction dir, float[] payload, int base0, float[][][] m) {
     TileBounds t = s.tokens;
     for (int i = 0; i < t.rows; i++) {
       for (int j = 0; j < t.cols; j++) {
         int row = matrixRow(dir, t.row0 + i, t.col0 + j);
         int col = matrixCol(dir, t.row0 + i, t.col0 + j);
-        int base = s.offset(i, j, 0);
+        int base = base0 + s.offset(i, j, 0);
         for (int q = 0; q < s.channels; q++) {
           m[q][row][col] = payload[base + q];
         }

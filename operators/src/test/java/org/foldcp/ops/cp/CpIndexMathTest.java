@@ -63,9 +63,9 @@ class CpIndexMathTest {
             values[c][j] = code(t.row0 + i, t.col0 + j, c);
           }
         }
-        TokenToChannel.packRow(s, i, values, 0, payload);
+        TokenToChannel.packRow(s, i, values, 0, payload, 0);
       }
-      TokenToChannel.unpack(s, dir, payload, owners[s.dst]);
+      TokenToChannel.unpack(s, dir, payload, 0, owners[s.dst]);
       received[s.dst] += (int) s.length();
     }
     for (int q = 0; q < cp; q++) {
