@@ -95,12 +95,12 @@ public final class LayerWeights implements Serializable {
       if (t == null) {
         throw missing(prefix, name, tensors);
       }
-      vals.put(name, checked(prefix, t, d));
+      vals.put(name, checked(prefix, name, t, d));
     }
     for (String name : OPTIONAL) {
       WeightTensor t = tensors.get(name);
       if (t != null) {
-        vals.put(name, checked(prefix, t, d));
+        vals.put(name, checked(prefix, name, t, d));
       }
     }
     TreeSet<String> unknown = new TreeSet<>(tensors.keySet());
@@ -119,16 +119,17 @@ public final class LayerWeights implements Serializable {
         "a TriMul layer needs " + REQUIRED + " under its prefix; found " + new TreeSet<>(present.keySet()));
   }
 
-  private static float[] checked(String prefix, WeightTensor t, int d) {
-    long[] want = expectedShape(t.name(), d);
-    InvalidInputException.require(t.hasShape(want), "shape of '" + prefix + t.name() + "'", t.shapeString(),
+  /** Checks shape and values under the map key {@code name}; returns a private copy (the digest must stay true). */
+  private static float[] checked(String prefix, String name, WeightTensor t, int d) {
+    long[] want = expectedShape(name, d);
+    InvalidInputException.require(t.hasShape(want), "shape of '" + prefix + name + "'", t.shapeString(),
         "must be " + Arrays.toString(want) + " for D = " + d);
     for (float v : t.values()) {
       if (!Float.isFinite(v)) {
-        throw InvalidInputException.of("a value of '" + prefix + t.name() + "'", v, "weights must be finite");
+        throw InvalidInputException.of("a value of '" + prefix + name + "'", v, "weights must be finite");
       }
     }
-    return t.values();
+    return t.values().clone();
   }
 
   /**
@@ -164,6 +165,7 @@ public final class LayerWeights implements Serializable {
 
   public int dim() { return dim; }
 
+  /** The values of {@code name}; live storage shared with the digest: never modify. */
   public float[] get(String name) {
     float[] v = values.get(name);
     if (v == null) {
@@ -183,7 +185,7 @@ public final class LayerWeights implements Serializable {
   /** Tensors under their names (for writing a layer back to a file). */
   public Map<String, WeightTensor> tensors() {
     Map<String, WeightTensor> out = new LinkedHashMap<>();
-    values.forEach((k, v) -> out.put(k, new WeightTensor(k, expectedShape(k, dim), v)));
+    values.forEach((k, v) -> out.put(k, new WeightTensor(k, expectedShape(k, dim), v.clone())));
     return out;
   }
 

@@ -3,6 +3,7 @@ package org.foldcp.ops.layer;
 import java.io.Serializable;
 import java.util.Arrays;
 import java.util.Objects;
+import org.foldcp.ops.InvalidInputException;
 
 /** One named weight tensor: its shape as stored in the file and its values as float, row-major. */
 public final class WeightTensor implements Serializable {
@@ -18,12 +19,12 @@ public final class WeightTensor implements Serializable {
     this.values = Objects.requireNonNull(values, "values");
     long count = 1;
     for (long s : shape) {
+      InvalidInputException.require(s >= 0, "shape of '" + name + "'", Arrays.toString(shape),
+          "dimensions must be >= 0");
       count *= s;
     }
-    if (count != values.length) {
-      throw new IllegalArgumentException("tensor '" + name + "' has shape " + Arrays.toString(shape)
-          + " but " + values.length + " values");
-    }
+    InvalidInputException.require(count == values.length, "value count of '" + name + "'", values.length,
+        "must equal the product of its shape " + Arrays.toString(shape) + " = " + count);
   }
 
   public String name() { return name; }

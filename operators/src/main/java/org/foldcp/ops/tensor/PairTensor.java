@@ -263,10 +263,10 @@ public final class PairTensor implements Serializable {
 
   /** Copies the (rows x cols) window starting at (row0, col0) of every batch into a new block. */
   public PairTensor window(int row0, int col0, int nRows, int nCols) {
-    InvalidInputException.require(row0 >= 0 && nRows >= 1 && row0 + nRows <= rows, "row window",
-        "[" + row0 + ", " + (row0 + nRows) + ")", "must lie inside [0, " + rows + ")");
-    InvalidInputException.require(col0 >= 0 && nCols >= 1 && col0 + nCols <= cols, "column window",
-        "[" + col0 + ", " + (col0 + nCols) + ")", "must lie inside [0, " + cols + ")");
+    InvalidInputException.require(row0 >= 0 && nRows >= 1 && row0 <= rows - nRows, "row window",
+        "[" + row0 + ", " + ((long) row0 + nRows) + ")", "must lie inside [0, " + rows + ")");
+    InvalidInputException.require(col0 >= 0 && nCols >= 1 && col0 <= cols - nCols, "column window",
+        "[" + col0 + ", " + ((long) col0 + nCols) + ")", "must lie inside [0, " + cols + ")");
     PairTensor out = zeros(batch, nRows, nCols, dim);
     for (int b = 0; b < batch; b++) {
       for (int i = 0; i < nRows; i++) {
@@ -287,7 +287,7 @@ public final class PairTensor implements Serializable {
   public void paste(PairTensor block, int row0, int col0) {
     InvalidInputException.require(block.batch == batch && block.dim == dim, "block shape", block.shapeString(),
         "must match B = " + batch + " and D = " + dim + " of the target " + shapeString());
-    InvalidInputException.require(row0 >= 0 && col0 >= 0 && row0 + block.rows <= rows && col0 + block.cols <= cols,
+    InvalidInputException.require(row0 >= 0 && col0 >= 0 && row0 <= rows - block.rows && col0 <= cols - block.cols,
         "block origin", "(" + row0 + ", " + col0 + ")",
         "block " + block.shapeString() + " must fit inside " + shapeString());
     for (int b = 0; b < batch; b++) {
