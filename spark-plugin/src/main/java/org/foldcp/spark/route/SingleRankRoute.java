@@ -1,9 +1,8 @@
 package org.foldcp.spark.route;
 
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
-import org.apache.spark.api.java.function.MapPartitionsFunction;
+import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
@@ -12,34 +11,43 @@ import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.tiles.PairTiles;
+import org.foldcp.spark.tiles.TileRecord;
 
 /**
  * The cp = 1 route: no barrier, every complex whole in one row, complexes in parallel, one per
  * task at a time. Each task applies the whole layer stack with the pair tensor resident in its
  * memory, so rows are decoded and encoded once per stack, not per layer.
  */
-public final class SingleRankRoute {
-  private SingleRankRoute() {}
-
-  /**
-   * @param complexes rows of {@link PairTiles#SCHEMA}, each a whole complex
-   * @param threadsPerTask CPU threads a task uses (normally spark.task.cpus)
-   */
-  public static Dataset<Row> apply(Dataset<Row> complexes, LayerStack stack, int threadsPerTask) {
-    MapPartitionsFunction<Row, Row> f = rows -> {
-      List<Row> out = new ArrayList<>();
-      try (TriMulBackend backend = new CpuTriMul(threadsPerTask)) {
-        while (rows.hasNext()) {
-          Row r = rows.next();
+public final class SingleRankRoute implements TileRoute {
+  @Override
+  public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+    int threads = plan.threadsPerTask;
+    return tiles.mapPartitions(it -> {
+      List<TileRecord> out = new ArrayList<>();
+      try (TriMulBackend backend = new CpuTriMul(threads)) {
+        while (it.hasNext()) {
+          TileRecord r = it.next();
           PairTiles.requireWholeComplex(r);
-          PairTensor x = PairTiles.fromRow(r);
-          PairTensor y = backend.forward(x, stack);
-          out.add(PairTiles.toRow(r.getString(0), r.getInt(1), 0, 0, y, 0));
+          metrics.bytesIn(r.pairBytes());
+          long t0 = System.nanoTime();
+          PairTensor y = backend.forward(r.tile, stack);
+          metrics.computeNanos(System.nanoTime() - t0);
+          TileRecord o = new TileRecord(r.complexId, r.nTokens, 0, 0, y);
+          metrics.tiles(1);
+          metrics.bytesOut(o.pairBytes());
+          out.add(o);
         }
       }
-      Iterator<Row> it = out.iterator();
-      return it;
-    };
-    return complexes.mapPartitions(f, Encoders.row(PairTiles.SCHEMA));
+      return out.iterator();
+    });
+  }
+
+  /** Rows of {@link PairTiles#SCHEMA}, each a whole complex, through the stack. */
+  public static Dataset<Row> apply(Dataset<Row> complexes, LayerStack stack, int threadsPerTask) {
+    JavaRDD<TileRecord> in = complexes.javaRDD().map(TileRecord::fromRow);
+    JavaRDD<Row> out = new SingleRankRoute()
+        .run(in, stack, RoutePlan.single(threadsPerTask, "cp = 1"), RouteMetrics.NONE)
+        .map(TileRecord::toRow);
+    return complexes.sparkSession().createDataFrame(out, PairTiles.SCHEMA);
   }
 }

@@ -79,12 +79,12 @@ public final class PairTiles {
     return t;
   }
 
-  /** Checks that a row holds a whole complex (the tile (0, 0, N, N)), as the cp = 1 route needs. */
-  public static void requireWholeComplex(Row row) {
-    String id = row.getString(0);
-    int n = row.getInt(1);
-    String tile = "(" + row.getInt(2) + ", " + row.getInt(3) + ", " + row.getInt(4) + ", " + row.getInt(5) + ")";
-    InvalidInputException.require(row.getInt(2) == 0 && row.getInt(3) == 0 && row.getInt(4) == n && row.getInt(5) == n,
+  /** Checks that a record holds a whole complex (the tile (0, 0, N, N)), as the cp = 1 route needs. */
+  public static void requireWholeComplex(TileRecord r) {
+    String id = r.complexId;
+    int n = r.nTokens;
+    String tile = "(" + r.row0 + ", " + r.col0 + ", " + r.tile.rows() + ", " + r.tile.cols() + ")";
+    InvalidInputException.require(r.isWholeComplex(),
         "tile (row0, col0, rows, cols) of complex '" + id + "'", tile,
         "the cp = 1 route needs each complex whole in one row, i.e. (0, 0, " + n + ", " + n + ")");
   }

@@ -1,0 +1,22 @@
+package org.foldcp.spark.route;
+
+import java.io.Serializable;
+
+/**
+ * What a route reports while it runs (the operator turns these into SQL metrics in the Spark UI).
+ * Implementations must be serializable and safe to call from tasks; the default does nothing.
+ */
+public interface RouteMetrics extends Serializable {
+  default void tiles(long count) {}
+
+  default void bytesIn(long bytes) {}
+
+  default void bytesOut(long bytes) {}
+
+  default void computeNanos(long nanos) {}
+
+  default void reshardNanos(long nanos) {}
+
+  /** Reports nothing. */
+  RouteMetrics NONE = new RouteMetrics() {};
+}
