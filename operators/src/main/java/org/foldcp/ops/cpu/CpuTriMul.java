@@ -10,8 +10,8 @@ import org.foldcp.ops.tensor.PairTensor;
  * The CPU backend: the reference route and the fallback when there is no GPU.
  *
  * <p>Same dataflow as the GPU kernels (DESIGN.md section 2 with cp = 1): the projection stage
- * stores gated a and b channel-major ([c][i][k], transposed for incoming), the triangle product
- * runs one NT GEMM per channel, z is gathered token-major for LN_out and the output projection.
+ * stores gated a and b channel-major ([c][i][k]), the triangle product runs one GEMM per channel
+ * (A B^T outgoing, A^T B incoming), z is gathered token-major for LN_out and the output projection.
  * Channels are processed in chunks so that a and b never need more than about 256 MiB; z is
  * kept whole in fp32 because LN_out needs every channel of a token. Any N >= 1 works directly:
  * the GEMM handles ragged edges, so no padding is needed here.
@@ -64,10 +64,14 @@ public final class CpuTriMul implements TriMulBackend {
       for (int c0 = 0; c0 < d; c0 += chunk) {
         final int lo = c0;
         final int hi = Math.min(d, c0 + chunk);
-        Stages.ProjectionSink sink = channelMajorSink(l.direction, a, bm, hi - lo);
+        Stages.ProjectionSink sink = rowMajorSink(a, bm, hi - lo);
         parallel.forEach(n, i -> Stages.projectRow(x, batch, i, l, lo, hi,
             Stages.Scratch.local(n, d, hi - lo), Gemm.local(), sink));
-        parallel.forEach(hi - lo, q -> Gemm.local().nt(n, n, n, a[q], 0, 0, bm[q], 0, 0, z[lo + q], 0, 0, false));
+        if (l.direction == Direction.OUTGOING) {
+          parallel.forEach(hi - lo, q -> Gemm.local().nt(n, n, n, a[q], 0, 0, bm[q], 0, 0, z[lo + q], 0, 0, false));
+        } else {
+          parallel.forEach(hi - lo, q -> Gemm.local().tn(n, n, n, a[q], 0, 0, bm[q], 0, 0, z[lo + q], 0, 0, false));
+        }
       }
       parallel.forEach(n, i -> {
         Stages.Scratch s = Stages.Scratch.local(n, d, Math.min(d, chunk));
@@ -84,33 +88,19 @@ public final class CpuTriMul implements TriMulBackend {
   }
 
   /**
-   * Stores a tile row's projections into full N x N channel-major matrices: a[c][i][k] for
-   * outgoing (row i of the pair tensor is row i of A_c), the transpose for incoming, so that the
-   * triangle product is Z_c = A_c B_c^T in both directions.
+   * Stores a row's projections as row i of per-channel N x N matrices, a[c][i][k] = a[i,k,c]:
+   * the channel-major order of DESIGN.md section 2. Outgoing then multiplies A_c B_c^T;
+   * incoming multiplies A_c^T B_c directly ({@link Gemm#tn}) instead of storing transposed,
+   * which would scatter every value into a different cache line.
    */
-  static Stages.ProjectionSink channelMajorSink(Direction dir, float[][][] a, float[][][] b, int channels) {
-    if (dir == Direction.OUTGOING) {
-      return (i, c0, ar, br) -> {
-        for (int q = 0; q < channels; q++) {
-          System.arraycopy(ar[q], 0, a[q][i], 0, a[q][i].length);
-          System.arraycopy(br[q], 0, b[q][i], 0, b[q][i].length);
-        }
-      };
-    }
+  static Stages.ProjectionSink rowMajorSink(float[][][] a, float[][][] b, int channels) {
     return (i, c0, ar, br) -> {
       for (int q = 0; q < channels; q++) {
-        float[][] aq = a[q];
-        float[][] bq = b[q];
-        float[] arq = ar[q];
-        float[] brq = br[q];
-        for (int k = 0; k < aq.length; k++) {
-          aq[k][i] = arq[k];
-          bq[k][i] = brq[k];
-        }
+        System.arraycopy(ar[q], 0, a[q][i], 0, a[q][i].length);
+        System.arraycopy(br[q], 0, b[q][i], 0, b[q][i].length);
       }
     };
   }
-
 
   /** Channels per chunk: a and b within AB_CHUNK_BYTES, but at least one per thread. */
   static int channelChunk(int n, int d, int threads) {

@@ -73,6 +73,51 @@ public final class Gemm {
     }
   }
 
+  /**
+   * C = A^T B (or C += A^T B) for an m x n result with inner size k: A is k x m and B is k x n,
+   * both row-major. Each element sums over k in ascending order with the very operations of
+   * {@link #nt}, so A^T B here equals nt on explicitly transposed copies bit for bit; the
+   * transposes are simply never made.
+   */
+  public void tn(int m, int n, int k,
+                 float[][] a, int aRow0, int aCol0,
+                 float[][] b, int bRow0, int bCol0,
+                 float[][] c, int cRow0, int cCol0,
+                 boolean accumulate) {
+    if (m <= 0 || n <= 0) {
+      return;
+    }
+    if (k <= 0) {
+      if (!accumulate) {
+        for (int i = 0; i < m; i++) {
+          Arrays.fill(c[cRow0 + i], cCol0, cCol0 + n, 0f);
+        }
+      }
+      return;
+    }
+    for (int j0 = 0; j0 < n; j0 += NC) {
+      int nb = Math.min(NC, n - j0);
+      for (int k0 = 0; k0 < k; k0 += KC) {
+        int kb = Math.min(KC, k - k0);
+        for (int kk = 0; kk < kb; kk++) {
+          System.arraycopy(b[bRow0 + k0 + kk], bCol0 + j0, panel[kk], 0, nb);
+        }
+        boolean add = accumulate || k0 > 0;
+        int i = 0;
+        for (; i + MR <= m; i += MR) {
+          load(c, cRow0 + i, cCol0 + j0, nb, MR, add);
+          kernel4t(acc[0], acc[1], acc[2], acc[3], nb, a, aRow0 + k0, aCol0 + i, kb, panel);
+          store(c, cRow0 + i, cCol0 + j0, nb, MR);
+        }
+        for (; i < m; i++) {
+          load(c, cRow0 + i, cCol0 + j0, nb, 1, add);
+          kernel1t(acc[0], nb, a, aRow0 + k0, aCol0 + i, kb, panel);
+          store(c, cRow0 + i, cCol0 + j0, nb, 1);
+        }
+      }
+    }
+  }
+
   /** panel[kk][jj] = B[row0 + jj][col0 + kk]. */
   private void pack(float[][] b, int row0, int col0, int nb, int kb) {
     for (int jj = 0; jj < nb; jj++) {
@@ -113,6 +158,35 @@ public final class Gemm {
         c1[j] += x1 * y;
         c2[j] += x2 * y;
         c3[j] += x3 * y;
+      }
+    }
+  }
+
+  private static void kernel4t(float[] c0, float[] c1, float[] c2, float[] c3, int nb,
+                               float[][] a, int aRow, int aCol, int kb, float[][] panel) {
+    for (int kk = 0; kk < kb; kk++) {
+      float[] ar = a[aRow + kk];
+      float x0 = ar[aCol];
+      float x1 = ar[aCol + 1];
+      float x2 = ar[aCol + 2];
+      float x3 = ar[aCol + 3];
+      float[] p = panel[kk];
+      for (int j = 0; j < nb; j++) {
+        float y = p[j];
+        c0[j] += x0 * y;
+        c1[j] += x1 * y;
+        c2[j] += x2 * y;
+        c3[j] += x3 * y;
+      }
+    }
+  }
+
+  private static void kernel1t(float[] c0, int nb, float[][] a, int aRow, int aCol, int kb, float[][] panel) {
+    for (int kk = 0; kk < kb; kk++) {
+      float x0 = a[aRow + kk][aCol];
+      float[] p = panel[kk];
+      for (int j = 0; j < nb; j++) {
+        c0[j] += x0 * p[j];
       }
     }
   }

@@ -35,6 +35,35 @@ class GemmTest {
     }
   }
 
+  @ParameterizedTest(name = "m={0} n={1} k={2} accumulate={3}")
+  @CsvSource({"1,1,1,false", "3,5,7,true", "17,513,9,false", "9,600,300,true", "130,70,520,false"})
+  void transposedFormEqualsNtOnTransposedCopiesBitForBit(int m, int n, int k, boolean accumulate) {
+    SplittableRandom r = new SplittableRandom(m * 13L + n * 5L + k);
+    float[][] a = rand(r, k + 1, m + 2); // A is k x m at (1, 2)
+    float[][] b = rand(r, k + 3, n + 1); // B is k x n at (3, 1)
+    float[][] c1 = rand(r, m, n);
+    float[][] c2 = new float[m][];
+    for (int i = 0; i < m; i++) {
+      c2[i] = c1[i].clone();
+    }
+    float[][] at = new float[m][k];
+    float[][] bt = new float[n][k];
+    for (int q = 0; q < k; q++) {
+      for (int i = 0; i < m; i++) {
+        at[i][q] = a[1 + q][2 + i];
+      }
+      for (int j = 0; j < n; j++) {
+        bt[j][q] = b[3 + q][1 + j];
+      }
+    }
+    Gemm g = new Gemm();
+    g.tn(m, n, k, a, 1, 2, b, 3, 1, c1, 0, 0, accumulate);
+    g.nt(m, n, k, at, 0, 0, bt, 0, 0, c2, 0, 0, accumulate);
+    for (int i = 0; i < m; i++) {
+      org.junit.jupiter.api.Assertions.assertArrayEquals(c2[i], c1[i], 0f, "row " + i);
+    }
+  }
+
   private static float[][] rand(SplittableRandom r, int rows, int cols) {
     float[][] x = new float[rows][cols];
     for (float[] row : x) {
