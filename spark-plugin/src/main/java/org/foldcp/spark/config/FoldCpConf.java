@@ -1,0 +1,293 @@
+package org.foldcp.spark.config;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.stream.Collectors;
+import org.apache.spark.SparkConf;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.cp.CpGrid;
+import scala.Tuple2;
+
+/**
+ * Every {@code spark.foldcp.*} setting, in one place: the keys with their accepted values,
+ * defaults and meaning ({@link #KEYS}, rendered into README.md by {@link #markdownTable()}), and
+ * a validated, typed view of one configuration.
+ *
+ * <p>A FoldCpConf that exists is valid: construction parses every key, rejects keys under
+ * {@code spark.foldcp.} that are not listed here (a typo must not silently fall back to a
+ * default), and checks the keys against each other. Errors name the key, the value and the rule.
+ */
+public final class FoldCpConf implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  /** The namespace of every fold-cp key. */
+  public static final String PREFIX = "spark.foldcp.";
+
+  /** How TriMul layers run over a DataFrame of complexes. */
+  public enum Route {
+    AUTO, CPU, GPU, BARRIER, SHUFFLE;
+
+    /** The value as written in the configuration. */
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  public static final ConfKey<Route> ROUTE = new ConfKey<>(PREFIX + "route",
+      "one of auto, cpu, gpu, barrier, shuffle", "auto",
+      "How TriMul layers run: auto picks from cp and the executors' GPUs, cpu forces the CPU backend,"
+          + " gpu the GPU backend, barrier a CP team of cp GPU executors in a barrier stage, shuffle"
+          + " a CP reshard through Spark shuffles.",
+      ValueParsers.anyCaseEnum(Route.class));
+
+  public static final ConfKey<Integer> CP = new ConfKey<>(PREFIX + "cp",
+      "an integer >= 1", "1",
+      "Context-parallel ranks per complex (executors that hold one pair tensor together);"
+          + " D must be divisible by cp.",
+      ValueParsers.intAtLeast(1));
+
+  public static final ConfKey<Optional<CpGrid>> GRID = new ConfKey<>(PREFIX + "grid",
+      "empty or cp0xcp1 with cp0, cp1 >= 1, e.g. 2x2 (a bare n means nx1)", "",
+      "Shape of the CP grid, cp0 row groups by cp1 column groups, with cp0 * cp1 = cp;"
+          + " empty means 1-D (cp row bands, cp x 1).",
+      FoldCpConf::parseGrid);
+
+  public static final ConfKey<Integer> CPU_THREADS = new ConfKey<>(PREFIX + "cpu.threads",
+      "an integer >= 0", "0",
+      "Threads a task uses on the CPU backend; 0 means spark.task.cpus.",
+      ValueParsers.intAtLeast(0));
+
+  public static final ConfKey<Integer> BARRIER_TIMEOUT_SECONDS = new ConfKey<>(PREFIX + "barrier.timeoutSeconds",
+      "an integer >= 1", "300",
+      "Seconds a barrier-stage rank waits for its peers (team formation, allGather) before it fails"
+          + " the stage instead of hanging.",
+      ValueParsers.intAtLeast(1));
+
+  public static final ConfKey<Integer> CONNECT_TIMEOUT_MS = new ConfKey<>(PREFIX + "transport.connectTimeoutMs",
+      "an integer >= 1", "30000",
+      "Milliseconds a rank waits to connect to a peer executor before it fails.",
+      ValueParsers.intAtLeast(1));
+
+  public static final ConfKey<Boolean> GPU_ENABLED = new ConfKey<>(PREFIX + "gpu.enabled",
+      "true or false", "true",
+      "Whether executors use the GPU Spark assigned them; false keeps every task on the CPU"
+          + " (and makes route gpu an error).",
+      ValueParsers.bool());
+
+  public static final ConfKey<OptionalLong> SYMMETRIC_HEAP_SIZE = new ConfKey<>(PREFIX + "nvshmem.symmetricHeapSize",
+      "auto or a byte count >= 1 with an optional suffix k, m, g, t (powers of 1024), e.g. 8g", "auto",
+      "NVSHMEM symmetric heap per GPU; auto lets fold-cp size it from the tiles it runs.",
+      ValueParsers.byteSizeOrAuto());
+
+  public static final ConfKey<Integer> WEIGHTS_CACHE_ENTRIES = new ConfKey<>(PREFIX + "weights.cacheEntries",
+      "an integer >= 0", "8",
+      "Decoded layer weights an executor keeps for reuse by later tasks; 0 disables the cache.",
+      ValueParsers.intAtLeast(0));
+
+  /** Every key, in the order of the README table and of {@link #asMap()}. */
+  public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
+      CONNECT_TIMEOUT_MS, GPU_ENABLED, SYMMETRIC_HEAP_SIZE, WEIGHTS_CACHE_ENTRIES);
+
+  private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
+      .collect(Collectors.toUnmodifiableMap(ConfKey::name, k -> k));
+
+  private final Map<String, String> settings; // every key, KEYS order: the given value or the default
+  private final Set<String> given;            // keys set explicitly
+  private final Route route;
+  private final int cp;
+  private final CpGrid grid;
+  private final int cpuThreads;
+  private final int barrierTimeoutSeconds;
+  private final int connectTimeoutMs;
+  private final boolean gpuEnabled;
+  private final long symmetricHeapBytes; // -1 = auto (OptionalLong is not Serializable)
+  private final int weightsCacheEntries;
+
+  private FoldCpConf(Map<String, String> givenSettings) {
+    Map<String, String> all = new LinkedHashMap<>();
+    for (ConfKey<?> k : KEYS) {
+      String raw = givenSettings.get(k.name());
+      all.put(k.name(), raw == null ? k.defaultValue() : raw.trim());
+    }
+    this.settings = Collections.unmodifiableMap(all);
+    this.given = Collections.unmodifiableSet(new LinkedHashSet<>(givenSettings.keySet()));
+    this.route = ROUTE.parse(all.get(ROUTE.name()));
+    this.cp = CP.parse(all.get(CP.name()));
+    Optional<CpGrid> explicitGrid = GRID.parse(all.get(GRID.name()));
+    this.cpuThreads = CPU_THREADS.parse(all.get(CPU_THREADS.name()));
+    this.barrierTimeoutSeconds = BARRIER_TIMEOUT_SECONDS.parse(all.get(BARRIER_TIMEOUT_SECONDS.name()));
+    this.connectTimeoutMs = CONNECT_TIMEOUT_MS.parse(all.get(CONNECT_TIMEOUT_MS.name()));
+    this.gpuEnabled = GPU_ENABLED.parse(all.get(GPU_ENABLED.name()));
+    this.symmetricHeapBytes = SYMMETRIC_HEAP_SIZE.parse(all.get(SYMMETRIC_HEAP_SIZE.name())).orElse(-1L);
+    this.weightsCacheEntries = WEIGHTS_CACHE_ENTRIES.parse(all.get(WEIGHTS_CACHE_ENTRIES.name()));
+
+    // Cross-key rules, checked here so that no route has to repeat them.
+    if (explicitGrid.isPresent() && explicitGrid.get().size() != cp) {
+      CpGrid g = explicitGrid.get();
+      throw ValueParsers.bad(GRID.name(), all.get(GRID.name()),
+          "cp0 * cp1 must equal " + CP.name() + ", but " + g.rowGroups() + " * " + g.colGroups() + " = " + g.size()
+              + " and " + CP.name() + " = " + cp);
+    }
+    this.grid = explicitGrid.orElseGet(() -> CpGrid.oneD(cp));
+    if (route == Route.GPU && !gpuEnabled) {
+      throw ValueParsers.bad(ROUTE.name(), all.get(ROUTE.name()),
+          "route gpu needs " + GPU_ENABLED.name() + " = true, but it is false");
+    }
+  }
+
+  /** All defaults. */
+  public static FoldCpConf defaults() {
+    return new FoldCpConf(Map.of());
+  }
+
+  /** Validates the {@code spark.foldcp.*} keys of a SparkConf; other keys are ignored. */
+  public static FoldCpConf from(SparkConf conf) {
+    Map<String, String> all = new TreeMap<>();
+    for (Tuple2<String, String> kv : conf.getAll()) {
+      all.put(kv._1(), kv._2());
+    }
+    return from(all);
+  }
+
+  /**
+   * Validates the {@code spark.foldcp.*} keys of {@code conf} (for example the map the driver
+   * plugin hands to executors); keys outside the namespace are ignored.
+   *
+   * @throws InvalidInputException for an unknown key, a bad value or keys that contradict each other
+   */
+  public static FoldCpConf from(Map<String, String> conf) {
+    Map<String, String> ours = new TreeMap<>(); // sorted, so the first unknown key reported is stable
+    for (Map.Entry<String, String> e : conf.entrySet()) {
+      if (e.getKey().startsWith(PREFIX)) {
+        ours.put(e.getKey(), e.getValue());
+      }
+    }
+    List<String> unknown = new ArrayList<>();
+    for (String key : ours.keySet()) {
+      if (!BY_NAME.containsKey(key)) {
+        unknown.add(key);
+      }
+    }
+    if (!unknown.isEmpty()) {
+      String key = unknown.get(0);
+      throw ValueParsers.bad(key, ours.get(key), unknownKeyRule(key, unknown));
+    }
+    return new FoldCpConf(ours);
+  }
+
+  private static String unknownKeyRule(String key, List<String> unknown) {
+    StringBuilder rule = new StringBuilder("not a fold-cp setting");
+    Spelling.closest(key, BY_NAME.keySet(), PREFIX).ifPresent(k -> rule.append(" (did you mean ").append(k).append("?)"));
+    rule.append("; the known keys are ").append(KEYS.stream().map(ConfKey::name).collect(Collectors.joining(", ")));
+    if (unknown.size() > 1) {
+      rule.append("; also unknown: ").append(String.join(", ", unknown.subList(1, unknown.size())));
+    }
+    return rule.toString();
+  }
+
+  private static Optional<CpGrid> parseGrid(String key, String raw, String values) {
+    if (raw.isEmpty()) {
+      return Optional.empty();
+    }
+    try {
+      return Optional.of(CpGrid.parse(raw));
+    } catch (InvalidInputException e) {
+      throw ValueParsers.bad(key, raw, "must be " + values + " (" + e.getMessage() + ")");
+    }
+  }
+
+  public Route route() { return route; }
+
+  public int cp() { return cp; }
+
+  /** The CP grid: the configured one, or cp x 1 when {@link #GRID} is empty. */
+  public CpGrid grid() { return grid; }
+
+  /** The configured thread count, 0 meaning spark.task.cpus; see {@link #cpuThreadsPerTask(int)}. */
+  public int cpuThreads() { return cpuThreads; }
+
+  /** Threads a task uses on the CPU backend, given spark.task.cpus. */
+  public int cpuThreadsPerTask(int taskCpus) {
+    InvalidInputException.require(taskCpus >= 1, "spark.task.cpus", taskCpus, "must be an integer >= 1");
+    return cpuThreads == 0 ? taskCpus : cpuThreads;
+  }
+
+  public int barrierTimeoutSeconds() { return barrierTimeoutSeconds; }
+
+  public int connectTimeoutMs() { return connectTimeoutMs; }
+
+  public boolean gpuEnabled() { return gpuEnabled; }
+
+  /** The NVSHMEM symmetric heap size in bytes, or empty for auto. */
+  public OptionalLong symmetricHeapBytes() {
+    return symmetricHeapBytes < 0 ? OptionalLong.empty() : OptionalLong.of(symmetricHeapBytes);
+  }
+
+  public int weightsCacheEntries() { return weightsCacheEntries; }
+
+  /** Whether {@code key} was set explicitly rather than left at its default. */
+  public boolean isSet(ConfKey<?> key) {
+    return given.contains(key.name());
+  }
+
+  /**
+   * Every key with its effective value (given or default), in {@link #KEYS} order; {@link
+   * #from(Map)} of this map gives back the same settings.
+   */
+  public Map<String, String> asMap() {
+    return settings;
+  }
+
+  /** One line for logs: every key with its value, defaults marked. */
+  public String describe() {
+    StringBuilder sb = new StringBuilder();
+    for (ConfKey<?> k : KEYS) {
+      if (sb.length() > 0) {
+        sb.append(", ");
+      }
+      String v = settings.get(k.name());
+      sb.append(k.name()).append('=').append(v.isEmpty() ? "''" : v);
+      if (!isSet(k)) {
+        sb.append(" (default)");
+      }
+    }
+    return sb.toString();
+  }
+
+  @Override
+  public String toString() {
+    return "FoldCpConf(" + describe() + ")";
+  }
+
+  /** The keys as a Markdown table (key | default | meaning), as README.md shows it. */
+  public static String markdownTable() {
+    StringBuilder sb = new StringBuilder();
+    sb.append("| key | default | meaning |\n");
+    sb.append("|---|---|---|\n");
+    for (ConfKey<?> k : KEYS) {
+      String def = k.defaultValue().isEmpty() ? "(empty)" : "`" + k.defaultValue() + "`";
+      sb.append("| `").append(k.name()).append("` | ").append(def).append(" | ")
+          .append(cell(k.doc() + " Values: " + k.values() + ".")).append(" |\n");
+    }
+    return sb.toString();
+  }
+
+  private static String cell(String text) {
+    return text.replace("|", "\\|");
+  }
+
+  /** Prints {@link #markdownTable()}, for pasting into README.md. */
+  public static void main(String[] args) {
+    System.out.print(markdownTable());
+  }
+}

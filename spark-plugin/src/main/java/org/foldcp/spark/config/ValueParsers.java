@@ -1,0 +1,89 @@
+package org.foldcp.spark.config;
+
+import java.util.Locale;
+import java.util.OptionalLong;
+import org.foldcp.ops.InvalidInputException;
+
+/** The parsers behind {@link FoldCpConf}'s keys; each failure names the key, the raw value and the rule. */
+final class ValueParsers {
+  private ValueParsers() {}
+
+  /** Raw settings are quoted in messages so that empty or odd values stay visible. */
+  static InvalidInputException bad(String key, String raw, String rule) {
+    return InvalidInputException.of(key, "'" + raw + "'", rule);
+  }
+
+  static ConfKey.Parser<Integer> intAtLeast(int min) {
+    return (key, raw, values) -> {
+      int v;
+      try {
+        v = Integer.parseInt(raw);
+      } catch (NumberFormatException e) {
+        throw bad(key, raw, "must be " + values);
+      }
+      if (v < min) {
+        throw bad(key, raw, "must be " + values);
+      }
+      return v;
+    };
+  }
+
+  static ConfKey.Parser<Boolean> bool() {
+    return (key, raw, values) -> {
+      switch (raw.toLowerCase(Locale.ROOT)) {
+        case "true":
+          return true;
+        case "false":
+          return false;
+        default:
+          throw bad(key, raw, "must be " + values);
+      }
+    };
+  }
+
+  static <E extends Enum<E>> ConfKey.Parser<E> anyCaseEnum(Class<E> type) {
+    return (key, raw, values) -> {
+      for (E e : type.getEnumConstants()) {
+        if (e.name().equalsIgnoreCase(raw)) {
+          return e;
+        }
+      }
+      throw bad(key, raw, "must be " + values);
+    };
+  }
+
+  /**
+   * "auto" (empty result) or a byte count with an optional binary suffix k, m, g or t (an
+   * optional trailing b is allowed, so 2g, 2gb and 2147483648 are the same), as NVSHMEM and Spark
+   * size settings are written.
+   */
+  static ConfKey.Parser<OptionalLong> byteSizeOrAuto() {
+    return (key, raw, values) -> {
+      String v = raw.toLowerCase(Locale.ROOT);
+      if (v.equals("auto")) {
+        return OptionalLong.empty();
+      }
+      if (v.endsWith("b")) {
+        v = v.substring(0, v.length() - 1);
+      }
+      int shift = 0;
+      if (!v.isEmpty()) {
+        int unit = "kmgt".indexOf(v.charAt(v.length() - 1));
+        if (unit >= 0) {
+          shift = 10 * (unit + 1);
+          v = v.substring(0, v.length() - 1);
+        }
+      }
+      long count;
+      try {
+        count = Long.parseLong(v);
+      } catch (NumberFormatException e) {
+        throw bad(key, raw, "must be " + values);
+      }
+      if (count < 1 || count > (Long.MAX_VALUE >> shift)) {
+        throw bad(key, raw, "must be " + values);
+      }
+      return OptionalLong.of(count << shift);
+    };
+  }
+}

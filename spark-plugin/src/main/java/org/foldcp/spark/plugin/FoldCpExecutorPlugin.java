@@ -1,0 +1,46 @@
+package org.foldcp.spark.plugin;
+
+import java.util.Map;
+import org.apache.spark.api.plugin.ExecutorPlugin;
+import org.apache.spark.api.plugin.PluginContext;
+import org.apache.spark.resource.ResourceInformation;
+import org.foldcp.spark.config.FoldCpConf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Binds an executor to the settings the driver plugin validated and to the GPU Spark assigned it,
+ * and publishes both as {@link ExecutorState} for the tasks; shutdown clears it.
+ */
+final class FoldCpExecutorPlugin implements ExecutorPlugin {
+  private static final Logger LOG = LoggerFactory.getLogger(FoldCpExecutorPlugin.class);
+
+  private ExecutorState state;
+
+  @Override
+  public void init(PluginContext ctx, Map<String, String> extraConf) {
+    // The driver plugin always hands over every key; an empty map means this executor plugin
+    // runs without its driver half, and defaults would hide whatever the user configured.
+    if (extraConf == null || extraConf.isEmpty()) {
+      throw new IllegalStateException("executor " + ctx.executorID() + " got no fold-cp settings from the driver:"
+          + " load " + FoldCpPlugin.class.getName() + " through spark.plugins so that its driver plugin runs");
+    }
+    FoldCpConf conf = FoldCpConf.from(extraConf);
+    Map<String, ResourceInformation> resources = ctx.resources() == null ? Map.of() : ctx.resources();
+    int device = GpuBinding.deviceOrdinal(resources, conf.gpuEnabled(), ctx.executorID());
+    int taskCpus = ctx.conf().getInt("spark.task.cpus", 1);
+    state = ExecutorState.bind(ctx.executorID(), conf, device, taskCpus);
+    LOG.info("fold-cp executor {} on {}: {}{}", ctx.executorID(), ctx.hostname(), state,
+        !conf.gpuEnabled() && resources.containsKey(GpuBinding.GPU_RESOURCE)
+            ? " (its GPU is left unused: " + FoldCpConf.GPU_ENABLED.name() + " = false)" : "");
+  }
+
+  @Override
+  public void shutdown() {
+    if (state != null) {
+      LOG.info("fold-cp executor {} shutting down, releasing {}", state.executorId(), state);
+      state.close();
+      state = null;
+    }
+  }
+}

@@ -1,0 +1,226 @@
+package org.foldcp.spark.config;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import org.apache.spark.SparkConf;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.cp.CpGrid;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class FoldCpConfTest {
+
+  @Test
+  void defaultsAreTheDocumentedOnes() {
+    FoldCpConf c = FoldCpConf.defaults();
+    assertEquals(FoldCpConf.Route.AUTO, c.route());
+    assertEquals(1, c.cp());
+    assertEquals(CpGrid.oneD(1), c.grid());
+    assertEquals(0, c.cpuThreads());
+    assertEquals(300, c.barrierTimeoutSeconds());
+    assertEquals(30000, c.connectTimeoutMs());
+    assertTrue(c.gpuEnabled());
+    assertEquals(OptionalLong.empty(), c.symmetricHeapBytes());
+    assertEquals(8, c.weightsCacheEntries());
+    for (ConfKey<?> k : FoldCpConf.KEYS) {
+      assertFalse(c.isSet(k), k.name());
+      assertEquals(k.defaultValue(), c.asMap().get(k.name()), k.name());
+    }
+  }
+
+  @Test
+  void everyKeyIsUnderThePrefixOnceAndItsDefaultParses() {
+    Set<String> names = new HashSet<>();
+    for (ConfKey<?> k : FoldCpConf.KEYS) {
+      assertTrue(k.name().startsWith(FoldCpConf.PREFIX), k.name());
+      assertTrue(names.add(k.name()), "listed twice: " + k.name());
+      assertFalse(k.doc().isBlank(), k.name());
+      k.parseDefault();
+    }
+  }
+
+  @Test
+  void readsEveryKeyFromASparkConf() {
+    SparkConf sc = new SparkConf(false)
+        .set("spark.foldcp.route", " Barrier ")
+        .set("spark.foldcp.cp", "4")
+        .set("spark.foldcp.grid", "2x2")
+        .set("spark.foldcp.cpu.threads", "3")
+        .set("spark.foldcp.barrier.timeoutSeconds", "60")
+        .set("spark.foldcp.transport.connectTimeoutMs", "1500")
+        .set("spark.foldcp.gpu.enabled", "FALSE")
+        .set("spark.foldcp.nvshmem.symmetricHeapSize", "8g")
+        .set("spark.foldcp.weights.cacheEntries", "0")
+        .set("spark.executor.memory", "4g"); // outside the namespace: ignored
+    FoldCpConf c = FoldCpConf.from(sc);
+    assertEquals(FoldCpConf.Route.BARRIER, c.route());
+    assertEquals(4, c.cp());
+    assertEquals(CpGrid.of(2, 2), c.grid());
+    assertEquals(3, c.cpuThreads());
+    assertEquals(3, c.cpuThreadsPerTask(8));
+    assertEquals(60, c.barrierTimeoutSeconds());
+    assertEquals(1500, c.connectTimeoutMs());
+    assertFalse(c.gpuEnabled());
+    assertEquals(OptionalLong.of(8L << 30), c.symmetricHeapBytes());
+    assertEquals(0, c.weightsCacheEntries());
+    assertTrue(c.isSet(FoldCpConf.GRID));
+    assertEquals("Barrier", c.asMap().get("spark.foldcp.route"), "values are kept as given, trimmed");
+    assertFalse(c.asMap().containsKey("spark.executor.memory"));
+  }
+
+  @Test
+  void emptyGridIsOneDimensionalOverCp() {
+    FoldCpConf c = FoldCpConf.from(Map.of("spark.foldcp.cp", "3"));
+    assertEquals(CpGrid.oneD(3), c.grid());
+    assertEquals(3, c.grid().rowGroups());
+    assertEquals(1, c.grid().colGroups());
+  }
+
+  @Test
+  void zeroCpuThreadsMeansTaskCpus() {
+    FoldCpConf c = FoldCpConf.defaults();
+    assertEquals(4, c.cpuThreadsPerTask(4));
+    assertEquals(1, c.cpuThreadsPerTask(1));
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+      "1024, 1024",
+      "1k, 1024",
+      "512m, 536870912",
+      "2GB, 2147483648",
+      "1t, 1099511627776"})
+  void parsesHeapSizes(String raw, long bytes) {
+    FoldCpConf c = FoldCpConf.from(Map.of("spark.foldcp.nvshmem.symmetricHeapSize", raw));
+    assertEquals(OptionalLong.of(bytes), c.symmetricHeapBytes());
+  }
+
+  @Test
+  void asMapRoundTripsToTheSameSettings() {
+    FoldCpConf a = FoldCpConf.from(Map.of("spark.foldcp.cp", "6", "spark.foldcp.grid", "3x2",
+        "spark.foldcp.route", "shuffle", "spark.foldcp.nvshmem.symmetricHeapSize", "4g"));
+    FoldCpConf b = FoldCpConf.from(a.asMap());
+    assertEquals(a.asMap(), b.asMap());
+    assertEquals(a.grid(), b.grid());
+    assertEquals(a.route(), b.route());
+    assertEquals(a.symmetricHeapBytes(), b.symmetricHeapBytes());
+    assertEquals(FoldCpConf.KEYS.stream().map(ConfKey::name).toList(),
+        List.copyOf(b.asMap().keySet()), "asMap lists every key in table order");
+  }
+
+  @ParameterizedTest(name = "{0} = ''{1}''")
+  @CsvSource(delimiter = ';', value = {
+      "spark.foldcp.route; gpus; must be one of auto, cpu, gpu, barrier, shuffle",
+      "spark.foldcp.cp; 0; must be an integer >= 1",
+      "spark.foldcp.cp; two; must be an integer >= 1",
+      "spark.foldcp.cp; 99999999999; must be an integer >= 1",
+      "spark.foldcp.grid; 2y2; must be empty or cp0xcp1",
+      "spark.foldcp.grid; 0x1; must be empty or cp0xcp1",
+      "spark.foldcp.cpu.threads; -1; must be an integer >= 0",
+      "spark.foldcp.barrier.timeoutSeconds; 0; must be an integer >= 1",
+      "spark.foldcp.transport.connectTimeoutMs; 1.5; must be an integer >= 1",
+      "spark.foldcp.gpu.enabled; yes; must be true or false",
+      "spark.foldcp.nvshmem.symmetricHeapSize; 8x; must be auto or a byte count >= 1",
+      "spark.foldcp.nvshmem.symmetricHeapSize; 0; must be auto or a byte count >= 1",
+      "spark.foldcp.nvshmem.symmetricHeapSize; 99999999999t; must be auto or a byte count >= 1",
+      "spark.foldcp.weights.cacheEntries; -3; must be an integer >= 0"})
+  void badValuesNameKeyValueAndRule(String key, String value, String rule) {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpConf.from(Map.of(key, value)));
+    assertTrue(e.getMessage().startsWith(key + " = '" + value + "': " + rule), e.getMessage());
+  }
+
+  @Test
+  void gridMustCoverExactlyCpRanks() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpConf.from(Map.of("spark.foldcp.cp", "2", "spark.foldcp.grid", "2x2")));
+    assertEquals("spark.foldcp.grid = '2x2': cp0 * cp1 must equal spark.foldcp.cp, but 2 * 2 = 4 and"
+        + " spark.foldcp.cp = 2", e.getMessage());
+    // The default cp = 1 does not fit a 2x2 grid either: setting the grid alone is not enough.
+    assertThrows(InvalidInputException.class, () -> FoldCpConf.from(Map.of("spark.foldcp.grid", "2x2")));
+  }
+
+  @Test
+  void gpuRouteNeedsGpusEnabled() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpConf.from(Map.of("spark.foldcp.route", "gpu", "spark.foldcp.gpu.enabled", "false")));
+    assertEquals("spark.foldcp.route = 'gpu': route gpu needs spark.foldcp.gpu.enabled = true, but it is false",
+        e.getMessage());
+  }
+
+  @Test
+  void unknownKeyIsNamedWithASuggestionAndTheKnownKeys() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpConf.from(Map.of("spark.foldcp.cpp", "2", "spark.foldcp.route", "cpu")));
+    String m = e.getMessage();
+    assertTrue(m.startsWith("spark.foldcp.cpp = '2': not a fold-cp setting (did you mean spark.foldcp.cp?)"), m);
+    for (ConfKey<?> k : FoldCpConf.KEYS) {
+      assertTrue(m.contains(k.name()), "lists " + k.name() + ": " + m);
+    }
+  }
+
+  @Test
+  void severalUnknownKeysAreAllReported() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpConf.from(Map.of("spark.foldcp.zzz", "1", "spark.foldcp.aaa", "2")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.aaa = '2': not a fold-cp setting;"), e.getMessage());
+    assertTrue(e.getMessage().endsWith("; also unknown: spark.foldcp.zzz"), e.getMessage());
+  }
+
+  @Test
+  void noSuggestionForAKeyFarFromEveryKnownOne() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpConf.from(Map.of("spark.foldcp.somethingElseEntirely", "1")));
+    assertFalse(e.getMessage().contains("did you mean"), e.getMessage());
+  }
+
+  @Test
+  void describeMarksDefaults() {
+    String d = FoldCpConf.from(Map.of("spark.foldcp.cp", "2")).describe();
+    assertTrue(d.contains("spark.foldcp.cp=2,"), d);
+    assertTrue(d.contains("spark.foldcp.route=auto (default)"), d);
+    assertTrue(d.contains("spark.foldcp.grid='' (default)"), d);
+  }
+
+  @Test
+  void editDistanceCountsASwapAsOneEdit() {
+    assertEquals(0, Spelling.editDistance("cp", "cp"));
+    assertEquals(1, Spelling.editDistance("cpp", "cp"));
+    assertEquals(1, Spelling.editDistance("grdi", "grid"));
+    assertEquals(3, Spelling.editDistance("kitten", "sitting"));
+    assertEquals(4, Spelling.editDistance("", "grid"));
+  }
+
+  @ParameterizedTest
+  @CsvSource({
+      "spark.foldcp.cpp, spark.foldcp.cp",
+      "spark.foldcp.grdi, spark.foldcp.grid",
+      "spark.foldcp.cpu.thread, spark.foldcp.cpu.threads",
+      "spark.foldcp.weights.cacheEntry, spark.foldcp.weights.cacheEntries",
+      "spark.foldcp.gpu.enable, spark.foldcp.gpu.enabled"})
+  void suggestsTheKeyATypoWasMeantToBe(String typo, String meant) {
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> FoldCpConf.from(Map.of(typo, "1")));
+    assertTrue(e.getMessage().contains("(did you mean " + meant + "?)"), e.getMessage());
+  }
+
+  @Test
+  void markdownTableHasARowPerKeyWithItsDefault() {
+    String[] lines = FoldCpConf.markdownTable().split("\n");
+    assertEquals("| key | default | meaning |", lines[0]);
+    assertEquals(2 + FoldCpConf.KEYS.size(), lines.length);
+    for (int i = 0; i < FoldCpConf.KEYS.size(); i++) {
+      ConfKey<?> k = FoldCpConf.KEYS.get(i);
+      String def = k.defaultValue().isEmpty() ? "(empty)" : "`" + k.defaultValue() + "`";
+      assertTrue(lines[2 + i].startsWith("| `" + k.name() + "` | " + def + " | " + k.doc()), lines[2 + i]);
+    }
+  }
+}

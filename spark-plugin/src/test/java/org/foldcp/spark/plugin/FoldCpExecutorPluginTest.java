@@ -1,0 +1,106 @@
+package org.foldcp.spark.plugin;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.Map;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.spark.config.FoldCpConf;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The executor half of the plugin against a PluginContext whose GPU resources the test chooses. */
+class FoldCpExecutorPluginTest {
+  private static final Map<String, String> DRIVER_SETTINGS =
+      FoldCpConf.from(Map.of("spark.foldcp.cp", "4", "spark.foldcp.grid", "2x2")).asMap();
+
+  @AfterEach
+  void clearState() {
+    ExecutorState.current().ifPresent(ExecutorState::close);
+  }
+
+  @Test
+  void bindsTheGpuSparkAssignedAndTheDriverSettings() {
+    FoldCpExecutorPlugin plugin = new FoldCpExecutorPlugin();
+    plugin.init(FakePluginContext.withGpus("7", 4, "3"), DRIVER_SETTINGS);
+    ExecutorState s = ExecutorState.require();
+    assertEquals("7", s.executorId());
+    assertEquals(3, s.deviceOrdinal());
+    assertTrue(s.hasDevice());
+    assertEquals(4, s.conf().cp());
+    assertEquals(CpGrid.of(2, 2), s.conf().grid());
+    assertEquals(4, s.cpuThreadsPerTask(), "cpu.threads = 0 resolves to spark.task.cpus");
+    plugin.shutdown();
+    assertFalse(ExecutorState.current().isPresent(), "shutdown clears the executor state");
+  }
+
+  @Test
+  void anExecutorWithoutAGpuBindsNoDevice() {
+    FoldCpExecutorPlugin plugin = new FoldCpExecutorPlugin();
+    plugin.init(FakePluginContext.withGpus("1", 1), DRIVER_SETTINGS);
+    assertEquals(-1, ExecutorState.require().deviceOrdinal());
+    assertFalse(ExecutorState.require().hasDevice());
+    plugin.shutdown();
+  }
+
+  @Test
+  void gpusDisabledLeaveTheAssignedGpuUnbound() {
+    Map<String, String> settings = FoldCpConf.from(Map.of("spark.foldcp.gpu.enabled", "false")).asMap();
+    FoldCpExecutorPlugin plugin = new FoldCpExecutorPlugin();
+    plugin.init(FakePluginContext.withGpus("1", 1, "0"), settings);
+    assertEquals(-1, ExecutorState.require().deviceOrdinal());
+    plugin.shutdown();
+  }
+
+  @Test
+  void severalGpusOnOneExecutorAreRefused() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> new FoldCpExecutorPlugin().init(FakePluginContext.withGpus("7", 1, "0", "1"), DRIVER_SETTINGS));
+    assertEquals("GPU addresses of executor 7 = [0, 1]: fold-cp runs one executor per GPU:"
+        + " set spark.executor.resource.gpu.amount=1", e.getMessage());
+    assertFalse(ExecutorState.current().isPresent());
+  }
+
+  @Test
+  void aGpuAddressThatIsNotAnOrdinalIsRefused() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> new FoldCpExecutorPlugin().init(FakePluginContext.withGpus("7", 1, "GPU-5f3e"), DRIVER_SETTINGS));
+    assertTrue(e.getMessage().startsWith("GPU address of executor 7 = 'GPU-5f3e': must be a CUDA device ordinal"),
+        e.getMessage());
+  }
+
+  @Test
+  void settingsAreValidatedAgainOnTheExecutor() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> new FoldCpExecutorPlugin().init(FakePluginContext.withGpus("7", 1), Map.of("spark.foldcp.cp", "0")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.cp = '0': must be an integer >= 1"), e.getMessage());
+  }
+
+  @Test
+  void anExecutorWithoutDriverSettingsRefusesToStart() {
+    IllegalStateException e = assertThrows(IllegalStateException.class,
+        () -> new FoldCpExecutorPlugin().init(FakePluginContext.withGpus("7", 1), Map.of()));
+    assertTrue(e.getMessage().contains("got no fold-cp settings from the driver"), e.getMessage());
+  }
+
+  @Test
+  void requireWithoutThePluginSaysHowToLoadIt() {
+    IllegalStateException e = assertThrows(IllegalStateException.class, ExecutorState::require);
+    assertTrue(e.getMessage().contains("spark.plugins=org.foldcp.spark.plugin.FoldCpPlugin"), e.getMessage());
+  }
+
+  @Test
+  void closingAStaleStateKeepsTheNewerOne() {
+    FoldCpConf conf = FoldCpConf.defaults();
+    ExecutorState old = ExecutorState.bind("a", conf, -1, 1);
+    ExecutorState newer = ExecutorState.bind("b", conf, 0, 1);
+    old.close();
+    assertSame(newer, ExecutorState.require());
+    newer.close();
+    assertFalse(ExecutorState.current().isPresent());
+  }
+}
