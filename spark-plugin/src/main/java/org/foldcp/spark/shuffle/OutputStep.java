@@ -1,0 +1,40 @@
+package org.foldcp.spark.shuffle;
+
+import java.util.List;
+import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.cp.RankStages;
+import org.foldcp.ops.cpu.PreparedLayer;
+import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.tiles.TileKey;
+import org.foldcp.spark.tiles.TileRecord;
+import scala.Tuple2;
+
+/**
+ * Step 3 of a layer, at each tile: the z payloads of every channel owner give z token-major for
+ * the tile's tokens; LN_out, output projection, gate and residual make the tile's next values.
+ * The tile keeps its place, its mask and its key, ready for the next layer's projection.
+ */
+final class OutputStep extends LayerStep<Tuple2<TileKey, Iterable<RankMessage>>, TileRecord> {
+  private static final long serialVersionUID = 1L;
+
+  OutputStep(TriMulLayer layer, CpGrid grid, int threads, RouteMetrics metrics) {
+    super(layer, grid, threads, metrics);
+  }
+
+  @Override
+  List<Tuple2<TileKey, TileRecord>> apply(Tuple2<TileKey, Iterable<RankMessage>> group, PreparedLayer prepared) {
+    TileKey key = group._1;
+    RankInbox inbox = RankInbox.of(key, group._2, grid, RankInbox.Reshard.CHANNEL_TO_TOKEN);
+    TileRecord in = inbox.tile();
+    PairTensor out = PairTensor.zeros(1, in.tile.rows(), in.tile.cols(), in.dim());
+    out.setMask(in.tile.maskCopy());
+    try (RankStages stages = stages(inbox.layout(), key.rank)) {
+      long t0 = System.nanoTime();
+      stages.output(in.tile, 0, prepared, inbox.fromRanks(), out);
+      computed(t0);
+    }
+    return List.of(new Tuple2<>(key, new TileRecord(in.complexId, in.nTokens, in.row0, in.col0, out)));
+  }
+}
