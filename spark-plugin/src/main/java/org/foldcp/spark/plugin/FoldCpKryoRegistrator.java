@@ -1,6 +1,9 @@
 package org.foldcp.spark.plugin;
 
 import com.esotericsoftware.kryo.Kryo;
+import org.foldcp.spark.shuffle.RankMessage;
+import org.foldcp.spark.tiles.TileKey;
+import org.foldcp.spark.tiles.TileRecord;
 import com.esotericsoftware.kryo.Serializer;
 import org.apache.spark.serializer.KryoRegistrator;
 import org.foldcp.ops.cp.CpGrid;
@@ -43,6 +46,10 @@ public final class FoldCpKryoRegistrator implements KryoRegistrator {
     register(kryo, TileBounds.class, new CpSerializers.TileBoundsSerializer());
     register(kryo, ReshardSegment.class, new CpSerializers.ReshardSegmentSerializer());
     register(kryo, ShardLayout.class, new CpSerializers.ShardLayoutSerializer());
+
+    register(kryo, TileRecord.class, new RouteSerializers.TileRecordSerializer());
+    register(kryo, TileKey.class, new RouteSerializers.TileKeySerializer());
+    register(kryo, RankMessage.class, new RouteSerializers.RankMessageSerializer());
 
     for (Class<?> array : new Class<?>[] {
         short[].class, short[][].class, byte[].class, byte[][].class,

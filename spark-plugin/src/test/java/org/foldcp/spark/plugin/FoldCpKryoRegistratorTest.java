@@ -115,6 +115,28 @@ class FoldCpKryoRegistratorTest {
   }
 
   @Test
+  void routeRecordsRoundTrip() {
+    SerializerInstance ser = kryo(false);
+    PairTensor t = PairTensor.random(1, 4, 5, 5, 0.3).window(0, 0, 3, 4);
+    org.foldcp.spark.tiles.TileRecord r = new org.foldcp.spark.tiles.TileRecord("cx", 9, 3, 6, t);
+    org.foldcp.spark.tiles.TileRecord rb = roundTrip(ser, r, org.foldcp.spark.tiles.TileRecord.class);
+    assertEquals("cx", rb.complexId);
+    assertEquals(9, rb.nTokens);
+    assertEquals(3, rb.row0);
+    assertEquals(6, rb.col0);
+    assertTrue(t.sameAs(rb.tile));
+    org.foldcp.spark.tiles.TileKey k = new org.foldcp.spark.tiles.TileKey("cx", 3);
+    assertEquals(k, roundTrip(ser, k, org.foldcp.spark.tiles.TileKey.class));
+    org.foldcp.spark.shuffle.RankMessage p = org.foldcp.spark.shuffle.RankMessage.payload(2, new float[] {1.5f, -0f, Float.NaN});
+    org.foldcp.spark.shuffle.RankMessage pb = roundTrip(ser, p, org.foldcp.spark.shuffle.RankMessage.class);
+    assertEquals(2, pb.src);
+    assertArrayEquals(p.payload, pb.payload);
+    org.foldcp.spark.shuffle.RankMessage m = org.foldcp.spark.shuffle.RankMessage.tile(1, r);
+    org.foldcp.spark.shuffle.RankMessage mb = roundTrip(ser, m, org.foldcp.spark.shuffle.RankMessage.class);
+    assertTrue(mb.isTile() && mb.src == 1 && mb.tile.tile.sameAs(t));
+  }
+
+  @Test
   void weightTensorAndIndexClassesRoundTrip() {
     SerializerInstance ser = kryo(false);
     WeightTensor t = new WeightTensor("p_in.weight", new long[] {4, 2}, new float[] {1, -2, 3.5f, Float.MIN_VALUE, 0, -0f, 7, 8});
