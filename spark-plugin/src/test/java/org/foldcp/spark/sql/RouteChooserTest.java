@@ -1,0 +1,122 @@
+package org.foldcp.spark.sql;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.HashMap;
+import java.util.Map;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.RoutePlan.Kind;
+import org.junit.jupiter.api.Test;
+
+class RouteChooserTest {
+  private static Map<String, String> conf(String... kv) {
+    Map<String, String> m = new HashMap<>();
+    for (int i = 0; i < kv.length; i += 2) {
+      m.put(kv[i], kv[i + 1]);
+    }
+    return m;
+  }
+
+  @Test
+  void autoWithCp1RunsEachComplexInOneTask() {
+    RoutePlan p = RouteChooser.choose(conf());
+    assertEquals(Kind.SINGLE, p.kind);
+    assertEquals(CpGrid.oneD(1), p.grid);
+    assertTrue(p.reason.contains("spark.foldcp.cp = 1"), p.reason);
+  }
+
+  @Test
+  void autoWithCp4FormsABarrierTeamOnAOneDGrid() {
+    RoutePlan p = RouteChooser.choose(conf("spark.foldcp.cp", "4"));
+    assertEquals(Kind.BARRIER, p.kind);
+    assertEquals(CpGrid.oneD(4), p.grid);
+    assertTrue(p.reason.contains("cp = 4"), p.reason);
+  }
+
+  @Test
+  void autoWithCp4AndDynamicAllocationShufflesAndSaysWhy() {
+    RoutePlan p = RouteChooser.choose(conf("spark.foldcp.cp", "4", "spark.foldcp.grid", "2x2",
+        "spark.dynamicAllocation.enabled", "true"));
+    assertEquals(Kind.SHUFFLE, p.kind);
+    assertEquals(CpGrid.of(2, 2), p.grid);
+    assertTrue(p.reason.contains("spark.dynamicAllocation.enabled = true"), p.reason);
+    assertEquals("shuffle cp=4 grid=2x2 backend=cpu", p.describe());
+  }
+
+  @Test
+  void autoWithExecutorGpusStillRunsOnTheCpuUntilTheGpuRouteExists() {
+    RoutePlan p = RouteChooser.choose(conf("spark.executor.resource.gpu.amount", "1"));
+    assertEquals(Kind.SINGLE, p.kind);
+  }
+
+  @Test
+  void explicitRoutesForceTheirKind() {
+    assertEquals(Kind.SHUFFLE, RouteChooser.choose(conf("spark.foldcp.route", "shuffle", "spark.foldcp.cp", "4")).kind);
+    assertEquals(Kind.BARRIER, RouteChooser.choose(conf("spark.foldcp.route", "BARRIER", "spark.foldcp.cp", "2")).kind);
+    RoutePlan cpu = RouteChooser.choose(conf("spark.foldcp.route", "cpu"));
+    assertEquals(Kind.SINGLE, cpu.kind);
+    assertTrue(cpu.reason.contains("forced"), cpu.reason);
+  }
+
+  @Test
+  void cpuRouteWithCp4IsRefusedNamingBothKeys() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> RouteChooser.choose(conf("spark.foldcp.route", "cpu", "spark.foldcp.cp", "4")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'cpu': "), e.getMessage());
+    assertTrue(e.getMessage().contains("spark.foldcp.cp = 4"), e.getMessage());
+  }
+
+  @Test
+  void gpuRouteIsRefusedUntilTheNativeLibraryArrives() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> RouteChooser.choose(conf("spark.foldcp.route", "gpu")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'gpu': "), e.getMessage());
+    assertTrue(e.getMessage().contains("native library"), e.getMessage());
+  }
+
+  @Test
+  void barrierRouteUnderDynamicAllocationIsRefusedBeforeSparkWould() {
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(
+        conf("spark.foldcp.route", "barrier", "spark.foldcp.cp", "2", "spark.dynamicAllocation.enabled", "true")));
+    assertTrue(e.getMessage().contains("spark.dynamicAllocation.enabled = true"), e.getMessage());
+  }
+
+  @Test
+  void threadsAndTimeoutsComeFromTheConfiguration() {
+    assertEquals(3, RouteChooser.choose(conf("spark.task.cpus", "3")).threadsPerTask);
+    RoutePlan p = RouteChooser.choose(conf("spark.task.cpus", "3", "spark.foldcp.cpu.threads", "2",
+        "spark.foldcp.barrier.timeoutSeconds", "7", "spark.foldcp.transport.connectTimeoutMs", "1500"));
+    assertEquals(2, p.threadsPerTask);
+    assertEquals(7000, p.barrierTimeoutMillis);
+    assertEquals(1500, p.connectTimeoutMillis);
+  }
+
+  @Test
+  void badSettingsFailWithTheKeyAndValue() {
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> RouteChooser.choose(conf("spark.foldcp.route", "fast")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'fast': "), e.getMessage());
+    e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(conf("spark.task.cpus", "two")));
+    assertTrue(e.getMessage().startsWith("spark.task.cpus = 'two': "), e.getMessage());
+  }
+
+  @Test
+  void optionsOverrideTheKeysTheyStandFor() {
+    Map<String, String> session = conf("spark.foldcp.cp", "2", "spark.foldcp.route", "barrier");
+    RoutePlan p = RouteChooser.choose(FoldCpOptions.fromConf().withRoute(Kind.SHUFFLE).withGrid("2x2")
+        .withThreadsPerTask(2).applyTo(session));
+    assertEquals(Kind.SHUFFLE, p.kind);
+    assertEquals(CpGrid.of(2, 2), p.grid);
+    assertEquals(2, p.threadsPerTask);
+    assertEquals(Kind.BARRIER, RouteChooser.choose(FoldCpOptions.fromConf().applyTo(session)).kind);
+    assertEquals(Kind.SINGLE, RouteChooser.choose(FoldCpOptions.fromConf().withRoute("auto").withGrid("1")
+        .applyTo(session)).kind);
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(
+        FoldCpOptions.fromConf().withRoute(Kind.SINGLE).applyTo(session)));
+    assertTrue(e.getMessage().contains("spark.foldcp.cp = 2"), e.getMessage());
+  }
+}
