@@ -86,6 +86,6 @@ public final class PairTiles {
     String tile = "(" + r.row0 + ", " + r.col0 + ", " + r.tile.rows() + ", " + r.tile.cols() + ")";
     InvalidInputException.require(r.isWholeComplex(),
         "tile (row0, col0, rows, cols) of complex '" + id + "'", tile,
-        "the cp = 1 route needs each complex whole in one row, i.e. (0, 0, " + n + ", " + n + ")");
+        "the cp = 1 route needs each complex whole in one row, i.e. (0, 0, " + n + ", " + n + "); for tiled input set spark.foldcp.route=shuffle, which assembles tiles");
   }
 }

@@ -61,6 +61,13 @@ class FoldCpTest {
   }
 
   @Test
+  void extensionsAlsoInstallTheSqlFunction() {
+    List<Row> rows = spark.sql("DESCRIBE FUNCTION foldcp_trimul").collectAsList();
+    String text = rows.toString();
+    org.junit.jupiter.api.Assertions.assertTrue(text.contains("foldcp_trimul"), text);
+  }
+
+  @Test
   void cp1EqualsTheOperatorLibraryBitForBit() {
     List<Row> rows = FoldCp.apply(SparkTestSession.wholeComplexes(spark), stack).collectAsList();
     assertEquals(2, rows.size(), "one whole tile per complex");

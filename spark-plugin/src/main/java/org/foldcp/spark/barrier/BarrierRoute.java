@@ -1,0 +1,50 @@
+package org.foldcp.spark.barrier;
+
+import org.apache.spark.api.java.JavaRDD;
+import org.apache.spark.rdd.RDD;
+import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.TileRoute;
+import org.foldcp.spark.tiles.Retiling;
+import org.foldcp.spark.tiles.TileRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.reflect.ClassTag;
+import scala.reflect.ClassTag$;
+
+/**
+ * The barrier route (DESIGN.md sections 3-4), CPU backend: one barrier stage of cp tasks, task r
+ * being CP rank r, the two reshards of every layer moving between the tasks over TCP.
+ * <ol>
+ *   <li>input tiles of any tiling are cut into the pieces of each rank's layout tile and
+ *       shuffled to partition = rank (one shuffle for the whole stack);
+ *   <li>each partition assembles its layout tiles (padded, masked);
+ *   <li>the barrier stage forms the team and runs every complex through the stack
+ *       ({@link RankTask}); output: one tile per (complex, rank), cropped to N.
+ * </ol>
+ * {@link BarrierPreflight} runs first, on the driver.
+ *
+ * <p>The output RDD ends in the barrier stage, so Spark refuses jobs that run only some of its
+ * partitions (take, first, limit, Dataset.show): consume it whole (collect, count, write, a
+ * shuffle), or repartition it before such calls.
+ */
+public final class BarrierRoute implements TileRoute {
+  private static final Logger LOG = LoggerFactory.getLogger(BarrierRoute.class);
+
+  @Override
+  public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+    BarrierPreflight.check(tiles.context(), plan, stack);
+    CpGrid grid = plan.grid;
+    JavaRDD<TileRecord> layoutTiles = tiles
+        .flatMapToPair(t -> Retiling.pieces(t, grid).iterator())
+        .groupByKey(new RankPartitioner(grid.size()))
+        .map(keyed -> Retiling.assemble(keyed._1(), keyed._2(), grid));
+    ClassTag<TileRecord> tag = ClassTag$.MODULE$.apply(TileRecord.class);
+    RDD<TileRecord> out = layoutTiles.rdd().barrier().mapPartitions(new RankTask(stack, plan, metrics), false, tag);
+    LOG.info("TriMul route: {}, {} layers of D = {}, {} CPU threads per rank, TCP reshards", plan, stack.size(),
+        stack.dim(), plan.threadsPerTask);
+    return JavaRDD.fromRDD(out, tag);
+  }
+}

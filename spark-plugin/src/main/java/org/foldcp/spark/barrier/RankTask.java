@@ -1,0 +1,147 @@
+package org.foldcp.spark.barrier;
+
+import java.io.Serializable;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import org.apache.spark.BarrierTaskContext;
+import org.apache.spark.TaskKilledException;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.cp.CpRank;
+import org.foldcp.ops.cp.ShardLayout;
+import org.foldcp.ops.cp.TileBounds;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.tiles.Retiling;
+import org.foldcp.spark.tiles.TileRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * The body of one barrier task, that is one CP rank: it takes its layout tiles, forms the team,
+ * then runs every complex of the team, in id order, through the whole layer stack with its tile
+ * resident, and emits its output tile cropped to N. All complexes run before the first output
+ * leaves the task, because the ranks must meet in every reshard whatever the consumer does.
+ *
+ * <p>Any failure aborts the transport, so the peers fail at once rather than at their timeout,
+ * and is rethrown naming this rank.
+ */
+final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRecord>, scala.collection.Iterator<TileRecord>>
+    implements Serializable {
+  private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(RankTask.class);
+
+  private final LayerStack stack;
+  private final RoutePlan plan;
+  private final RouteMetrics metrics;
+
+  RankTask(LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+    this.stack = stack;
+    this.plan = plan;
+    this.metrics = metrics;
+  }
+
+  @Override
+  public scala.collection.Iterator<TileRecord> apply(scala.collection.Iterator<TileRecord> input) {
+    BarrierTaskContext ctx = BarrierTaskContext.get();
+    return CollectionConverters.asScala(run(ctx, CollectionConverters.asJava(input)).iterator());
+  }
+
+  private List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
+    int rank = ctx.partitionId();
+    TcpTransport transport = null;
+    try {
+      Map<String, TileRecord> mine = tilesOf(rank, input, plan.grid);
+      TeamFormation.Formed team = TeamFormation.form(ctx, plan, stack, mine.values());
+      transport = team.transport();
+      return runComplexes(rank, team, mine);
+    } catch (RuntimeException | Error e) {
+      if (transport != null) {
+        transport.abort(e);
+      }
+      throw withRank(rank, e);
+    } finally {
+      if (transport != null) {
+        transport.close();
+      }
+    }
+  }
+
+  private List<TileRecord> runComplexes(int rank, TeamFormation.Formed team, Map<String, TileRecord> mine) {
+    TimedTransport timed = new TimedTransport(team.transport());
+    List<TileRecord> out = new ArrayList<>();
+    long computeTotal = 0;
+    for (ComplexShape c : team.complexes()) {
+      ShardLayout layout = c.layout(plan.grid);
+      TileRecord in = mine.containsKey(c.id()) ? mine.get(c.id()) : paddingTile(c, layout, rank);
+      TileRecord realIn = Retiling.crop(in);
+      metrics.bytesIn(realIn == null ? 0 : realIn.pairBytes());
+      long t0 = System.nanoTime();
+      long reshard0 = timed.reshardNanos();
+      PairTensor y;
+      try (CpRank cpRank = new CpRank(layout, timed, plan.threadsPerTask)) {
+        y = cpRank.forward(in.tile, stack);
+      }
+      long reshard = timed.reshardNanos() - reshard0;
+      long compute = System.nanoTime() - t0 - reshard;
+      computeTotal += compute;
+      metrics.computeNanos(compute);
+      metrics.reshardNanos(reshard);
+      TileRecord o = Retiling.crop(new TileRecord(c.id(), c.nTokens(), in.row0, in.col0, y));
+      if (o != null) {
+        out.add(o);
+        metrics.tiles(1);
+        metrics.bytesOut(o.pairBytes());
+      }
+    }
+    LOG.info("barrier rank {} of team '{}': {} complexes, {} output tiles, compute {} ms, reshard {} ms, {} bytes sent",
+        rank, team.transport().teamId(), team.complexes().size(), out.size(), computeTotal / 1_000_000,
+        timed.reshardNanos() / 1_000_000, timed.bytesSent());
+    return out;
+  }
+
+  /** This rank's layout tile per complex; each must be the tile the layout gives this rank. */
+  static Map<String, TileRecord> tilesOf(int rank, Iterator<TileRecord> input, CpGrid grid) {
+    Map<String, TileRecord> mine = new TreeMap<>();
+    while (input.hasNext()) {
+      TileRecord r = input.next();
+      TileBounds t = Retiling.layout(r, grid).tile(rank);
+      if (r.row0 != t.row0 || r.col0 != t.col0 || r.tile.rows() != t.rows || r.tile.cols() != t.cols) {
+        throw new IllegalStateException("rank " + rank + " received " + r + ", but its layout tile of that complex is "
+            + t + ": the tiles were not partitioned by rank");
+      }
+      if (mine.put(r.complexId, r) != null) {
+        throw new IllegalStateException("rank " + rank + " received two layout tiles of complex '" + r.complexId + "'");
+      }
+    }
+    return mine;
+  }
+
+  /** The tile of a rank whose whole layout tile lies beyond N: zeros, every position masked. */
+  static TileRecord paddingTile(ComplexShape c, ShardLayout layout, int rank) {
+    TileBounds t = layout.tile(rank);
+    PairTensor tile = PairTensor.zeros(1, t.rows, t.cols, c.dim());
+    tile.setMask(new byte[t.rows][t.cols]);
+    return new TileRecord(c.id(), c.nTokens(), t.row0, t.col0, tile);
+  }
+
+  /** The failure with this rank in its message; input errors stay input errors, a kill stays a kill. */
+  private RuntimeException withRank(int rank, Throwable e) {
+    if (e instanceof Error) {
+      throw (Error) e;
+    }
+    if (e instanceof TaskKilledException) {
+      return (TaskKilledException) e;
+    }
+    String msg = "barrier rank " + rank + " of cp = " + plan.grid.size() + " (grid " + plan.grid + ") failed: "
+        + e.getMessage();
+    return e instanceof InvalidInputException ? new InvalidInputException(msg, e) : new IllegalStateException(msg, e);
+  }
+}
