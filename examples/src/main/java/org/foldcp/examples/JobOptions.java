@@ -13,6 +13,9 @@ final class JobOptions {
   int layers = 2;
   int complexes = 2;
   int threads = 0; // 0: spark.task.cpus, or all cores in local mode
+  String route = null; // null: spark.foldcp.route (auto)
+  int cp = 0; // 0: spark.foldcp.cp (1)
+  String grid = null; // null: spark.foldcp.grid (1-D)
   long seed = 20261129L;
   double maskedFraction = 0.1;
   String input = null;
@@ -39,6 +42,9 @@ final class JobOptions {
       "  --prefix P          key prefix of a layer, e.g. pairformer.layers.0.tri_mul_out. (repeatable;",
       "                      tri_mul_in in a prefix makes the layer incoming, else outgoing; residual on)",
       "  --threads T         CPU threads per task (default spark.task.cpus, or all cores locally)",
+      "  --route R           auto | cpu | barrier | shuffle (default spark.foldcp.route, auto)",
+      "  --cp CP             context-parallel ranks per complex (default spark.foldcp.cp, 1)",
+      "  --grid AxB          2-D CP grid with A*B = cp, e.g. 2x2 (default 1-D)",
       "  --output FILE.npy   write the output of the first complex (float32)",
       "  --help              this text");
 
@@ -68,6 +74,9 @@ final class JobOptions {
         case "--weights": o.weights = v; break;
         case "--prefix": o.prefixes.add(v); break;
         case "--output": o.output = v; break;
+        case "--route": o.route = v; break;
+        case "--cp": o.cp = positive(a, v); break;
+        case "--grid": o.grid = v; break;
         default:
           throw InvalidInputException.of("option", a, "is not known; see --help");
       }

@@ -11,13 +11,13 @@ import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.concurrent.CompletionService;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.spark.config.FoldCpConf;
@@ -78,28 +78,36 @@ final class TcpMesh {
     }
   }
 
-  /** Connects every peer; on failure closes whatever it opened and names the ranks concerned. */
+  /**
+   * Connects every peer; on failure closes whatever it opened and names the ranks concerned. The
+   * first failure also closes the listener, so that a formation already lost does not wait for
+   * the lower ranks until the timeout.
+   */
   void connect(ServerSocket listener) {
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(connectTimeoutMillis);
-    List<Future<?>> steps = new ArrayList<>();
+    CompletionService<Void> steps = new ExecutorCompletionService<>(pool);
+    int count = 0;
     if (rank() > 0) {
-      steps.add(pool.submit(() -> {
+      steps.submit(() -> {
         acceptLowerRanks(listener, deadline);
         return null;
-      }));
+      });
+      count++;
     }
     for (int p = rank() + 1; p < size(); p++) {
       int peer = p;
-      steps.add(pool.submit(() -> {
+      steps.submit(() -> {
         links[peer] = connectTo(peer, deadline);
         return null;
-      }));
+      });
+      count++;
     }
     RuntimeException failure = null;
-    for (Future<?> step : steps) {
-      Throwable t = awaitQuietly(step);
+    for (int k = 0; k < count; k++) {
+      Throwable t = failureOf(steps);
       if (t != null && failure == null) {
         failure = unchecked(t, rank(), "forming the team");
+        closeQuietly(listener);
       } else if (t != null) {
         failure.addSuppressed(t);
       }
@@ -211,7 +219,6 @@ final class TcpMesh {
     s.setReceiveBufferSize(SOCKET_BUFFER_BYTES);
   }
 
-
   private int rank() {
     return team.rank();
   }
@@ -255,9 +262,10 @@ final class TcpMesh {
         : new IllegalStateException("rank " + rank + " failed " + doing + ": " + t, t);
   }
 
-  private static Throwable awaitQuietly(Future<?> f) {
+  /** The failure of the next step to finish, or null when it succeeded. */
+  private static Throwable failureOf(CompletionService<Void> steps) {
     try {
-      f.get();
+      steps.take().get();
       return null;
     } catch (ExecutionException e) {
       return e.getCause();
