@@ -101,6 +101,7 @@ final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRec
         metrics.bytesOut(o.pairBytes());
       }
     }
+    metrics.reshardBytes(timed.bytesSent());
     LOG.info("barrier rank {} of team '{}': {} complexes, {} output tiles, compute {} ms, reshard {} ms, {} bytes sent",
         rank, team.transport().teamId(), team.complexes().size(), out.size(), computeTotal / 1_000_000,
         timed.reshardNanos() / 1_000_000, timed.bytesSent());

@@ -17,6 +17,9 @@ public interface RouteMetrics extends Serializable {
 
   default void reshardNanos(long nanos) {}
 
+  /** Bytes of a, b and z payloads sent from one rank to another (not counting a rank's own share). */
+  default void reshardBytes(long bytes) {}
+
   /** Reports nothing. */
   RouteMetrics NONE = new RouteMetrics() {};
 }

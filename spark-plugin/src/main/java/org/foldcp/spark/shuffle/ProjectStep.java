@@ -34,6 +34,7 @@ final class ProjectStep extends LayerStep<Tuple2<TileKey, TileRecord>, RankMessa
       long t0 = System.nanoTime();
       toOwners = stages.project(tile.tile, 0, prepared);
       computed(t0);
+      metrics.reshardBytes(stages.bytesLeaving(toOwners));
     }
     List<Tuple2<TileKey, RankMessage>> out = new ArrayList<>(toOwners.length + 1);
     out.add(new Tuple2<>(key, RankMessage.tile(key.rank, tile)));

@@ -32,6 +32,7 @@ final class TriangleStep extends LayerStep<Tuple2<TileKey, Iterable<RankMessage>
       long t0 = System.nanoTime();
       toTiles = stages.triangle(inbox.fromRanks(), prepared);
       computed(t0);
+      metrics.reshardBytes(stages.bytesLeaving(toTiles));
     }
     List<Tuple2<TileKey, RankMessage>> out = new ArrayList<>(toTiles.length + 1);
     out.add(new Tuple2<>(owner, RankMessage.tile(owner.rank, inbox.tile())));

@@ -70,7 +70,6 @@ public final class FoldCp {
     requireExtension(session);
     RoutePlan plan = RouteChooser.choose(options.applyTo(settings(session)));
     new ShardLayout(plan.grid, 1, stack.dim()); // D must divide by cp; its message says why
-    Routes.forKind(plan.kind); // fails now, not at the first action, when this build lacks the route
     LogicalPlan input = ((org.apache.spark.sql.classic.Dataset<Row>) tileColumns(tiles)).logicalPlan();
     return org.apache.spark.sql.classic.Dataset.ofRows(session, TriMulNode.over(input, stack, plan));
   }

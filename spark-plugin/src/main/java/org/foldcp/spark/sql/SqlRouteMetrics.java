@@ -24,20 +24,23 @@ final class SqlRouteMetrics implements RouteMetrics {
   static final String BYTES_OUT = "bytesOut";
   static final String COMPUTE_TIME = "computeTime";
   static final String RESHARD_TIME = "reshardTime";
+  static final String RESHARD_BYTES = "reshardBytes";
 
   private final SQLMetric tiles;
   private final SQLMetric bytesIn;
   private final SQLMetric bytesOut;
   private final SQLMetric computeTime;
   private final SQLMetric reshardTime;
+  private final SQLMetric reshardBytes;
 
   private SqlRouteMetrics(SQLMetric tiles, SQLMetric bytesIn, SQLMetric bytesOut, SQLMetric computeTime,
-                          SQLMetric reshardTime) {
+                          SQLMetric reshardTime, SQLMetric reshardBytes) {
     this.tiles = tiles;
     this.bytesIn = bytesIn;
     this.bytesOut = bytesOut;
     this.computeTime = computeTime;
     this.reshardTime = reshardTime;
+    this.reshardBytes = reshardBytes;
   }
 
   /** Fresh metrics registered with {@code sc}. */
@@ -47,7 +50,8 @@ final class SqlRouteMetrics implements RouteMetrics {
         SQLMetrics.createSizeMetric(sc, "pair bytes in", SQLMetrics.createSizeMetric$default$3()),
         SQLMetrics.createSizeMetric(sc, "pair bytes out", SQLMetrics.createSizeMetric$default$3()),
         SQLMetrics.createNanoTimingMetric(sc, "TriMul compute time", SQLMetrics.createNanoTimingMetric$default$3()),
-        SQLMetrics.createNanoTimingMetric(sc, "reshard time", SQLMetrics.createNanoTimingMetric$default$3()));
+        SQLMetrics.createNanoTimingMetric(sc, "reshard time", SQLMetrics.createNanoTimingMetric$default$3()),
+        SQLMetrics.createSizeMetric(sc, "bytes resharded between ranks", SQLMetrics.createSizeMetric$default$3()));
   }
 
   /** The metrics by the names the operator publishes them under. */
@@ -58,6 +62,7 @@ final class SqlRouteMetrics implements RouteMetrics {
     m.put(BYTES_OUT, bytesOut);
     m.put(COMPUTE_TIME, computeTime);
     m.put(RESHARD_TIME, reshardTime);
+    m.put(RESHARD_BYTES, reshardBytes);
     return m;
   }
 
@@ -84,5 +89,10 @@ final class SqlRouteMetrics implements RouteMetrics {
   @Override
   public void reshardNanos(long nanos) {
     reshardTime.add(nanos);
+  }
+
+  @Override
+  public void reshardBytes(long bytes) {
+    reshardBytes.add(bytes);
   }
 }

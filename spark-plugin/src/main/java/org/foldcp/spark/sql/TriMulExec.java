@@ -106,7 +106,24 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
     TileRoute route = Routes.forKind(plan.kind);
     JavaRDD<TileRecord> tiles = decode(childRows(), ordinals());
     JavaRDD<TileRecord> out = route.run(tiles, stack, plan, routeMetrics());
+    if (plan.kind == RoutePlan.Kind.BARRIER) {
+      out = leaveBarrierStage(out);
+    }
     return encode(out).rdd();
+  }
+
+  /**
+   * Ends the barrier stage with a shuffle of the output tiles. Spark refuses jobs that run only
+   * some partitions of a barrier stage, which is what show(), take(), first() and limit() do; a
+   * DataFrame that fails on show() is not one users can work with, so the output pays one
+   * shuffle. The route's own API ({@code TileRoute.run}) does not, for callers that collect or
+   * write everything.
+   */
+  static JavaRDD<TileRecord> leaveBarrierStage(JavaRDD<TileRecord> out) {
+    int parts = Math.max(1, out.getNumPartitions());
+    return out.mapToPair(t -> new scala.Tuple2<>(t.complexId + "#" + t.row0 + "," + t.col0, t))
+        .partitionBy(new org.apache.spark.HashPartitioner(parts))
+        .values();
   }
 
   private RDD<InternalRow> childRows() {
