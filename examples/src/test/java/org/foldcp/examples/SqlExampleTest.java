@@ -59,7 +59,7 @@ class SqlExampleTest {
   }
 
   /** The checkout root: the nearest folder above the module that has conf/spark-jvm.opts. */
-  private static Path repositoryRoot() {
+  static Path repositoryRoot() {
     for (Path d = Path.of("").toAbsolutePath(); d != null; d = d.getParent()) {
       if (Files.isRegularFile(d.resolve("conf/spark-jvm.opts"))) {
         return d;
