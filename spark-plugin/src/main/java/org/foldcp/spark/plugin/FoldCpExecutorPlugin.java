@@ -30,9 +30,19 @@ final class FoldCpExecutorPlugin implements ExecutorPlugin {
     int device = GpuBinding.deviceOrdinal(resources, conf.gpuEnabled(), ctx.executorID());
     int taskCpus = ctx.conf().getInt("spark.task.cpus", 1);
     state = ExecutorState.bind(ctx.executorID(), conf, device, taskCpus);
-    LOG.info("fold-cp executor {} on {}: {}{}", ctx.executorID(), ctx.hostname(), state,
+    // Not ctx.hostname(): during executor start-up the RPC address it reads is not set yet, and
+    // the call throws, which killed every executor on a real cluster (found by cluster-tests).
+    LOG.info("fold-cp executor {} on {}: {}{}", ctx.executorID(), localHost(), state,
         !conf.gpuEnabled() && resources.containsKey(GpuBinding.GPU_RESOURCE)
             ? " (its GPU is left unused: " + FoldCpConf.GPU_ENABLED.name() + " = false)" : "");
+  }
+
+  private static String localHost() {
+    try {
+      return java.net.InetAddress.getLocalHost().getHostName();
+    } catch (java.io.IOException e) {
+      return "an unknown host";
+    }
   }
 
   @Override
