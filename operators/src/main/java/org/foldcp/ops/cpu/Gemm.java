@@ -40,37 +40,7 @@ public final class Gemm {
                  float[][] b, int bRow0, int bCol0,
                  float[][] c, int cRow0, int cCol0,
                  boolean accumulate) {
-    if (m <= 0 || n <= 0) {
-      return;
-    }
-    if (k <= 0) {
-      if (!accumulate) {
-        for (int i = 0; i < m; i++) {
-          Arrays.fill(c[cRow0 + i], cCol0, cCol0 + n, 0f);
-        }
-      }
-      return;
-    }
-    for (int j0 = 0; j0 < n; j0 += NC) {
-      int nb = Math.min(NC, n - j0);
-      for (int k0 = 0; k0 < k; k0 += KC) {
-        int kb = Math.min(KC, k - k0);
-        pack(b, bRow0 + j0, bCol0 + k0, nb, kb);
-        boolean add = accumulate || k0 > 0;
-        int i = 0;
-        for (; i + MR <= m; i += MR) {
-          load(c, cRow0 + i, cCol0 + j0, nb, MR, add);
-          kernel4(acc[0], acc[1], acc[2], acc[3], nb,
-              a[aRow0 + i], a[aRow0 + i + 1], a[aRow0 + i + 2], a[aRow0 + i + 3], aCol0 + k0, kb, panel);
-          store(c, cRow0 + i, cCol0 + j0, nb, MR);
-        }
-        for (; i < m; i++) {
-          load(c, cRow0 + i, cCol0 + j0, nb, 1, add);
-          kernel1(acc[0], nb, a[aRow0 + i], aCol0 + k0, kb, panel);
-          store(c, cRow0 + i, cCol0 + j0, nb, 1);
-        }
-      }
-    }
+    run(false, m, n, k, a, aRow0, aCol0, b, bRow0, bCol0, c, cRow0, cCol0, accumulate);
   }
 
   /**
@@ -84,6 +54,15 @@ public final class Gemm {
                  float[][] b, int bRow0, int bCol0,
                  float[][] c, int cRow0, int cCol0,
                  boolean accumulate) {
+    run(true, m, n, k, a, aRow0, aCol0, b, bRow0, bCol0, c, cRow0, cCol0, accumulate);
+  }
+
+  /** The blocking shared by both forms; only the packing of B and the reads of A differ. */
+  private void run(boolean transposed, int m, int n, int k,
+                   float[][] a, int aRow0, int aCol0,
+                   float[][] b, int bRow0, int bCol0,
+                   float[][] c, int cRow0, int cCol0,
+                   boolean accumulate) {
     if (m <= 0 || n <= 0) {
       return;
     }
@@ -99,19 +78,32 @@ public final class Gemm {
       int nb = Math.min(NC, n - j0);
       for (int k0 = 0; k0 < k; k0 += KC) {
         int kb = Math.min(KC, k - k0);
-        for (int kk = 0; kk < kb; kk++) {
-          System.arraycopy(b[bRow0 + k0 + kk], bCol0 + j0, panel[kk], 0, nb);
+        if (transposed) {
+          for (int kk = 0; kk < kb; kk++) {
+            System.arraycopy(b[bRow0 + k0 + kk], bCol0 + j0, panel[kk], 0, nb);
+          }
+        } else {
+          pack(b, bRow0 + j0, bCol0 + k0, nb, kb);
         }
         boolean add = accumulate || k0 > 0;
         int i = 0;
         for (; i + MR <= m; i += MR) {
           load(c, cRow0 + i, cCol0 + j0, nb, MR, add);
-          kernel4t(acc[0], acc[1], acc[2], acc[3], nb, a, aRow0 + k0, aCol0 + i, kb, panel);
+          if (transposed) {
+            kernel4t(acc[0], acc[1], acc[2], acc[3], nb, a, aRow0 + k0, aCol0 + i, kb, panel);
+          } else {
+            kernel4(acc[0], acc[1], acc[2], acc[3], nb,
+                a[aRow0 + i], a[aRow0 + i + 1], a[aRow0 + i + 2], a[aRow0 + i + 3], aCol0 + k0, kb, panel);
+          }
           store(c, cRow0 + i, cCol0 + j0, nb, MR);
         }
         for (; i < m; i++) {
           load(c, cRow0 + i, cCol0 + j0, nb, 1, add);
-          kernel1t(acc[0], nb, a, aRow0 + k0, aCol0 + i, kb, panel);
+          if (transposed) {
+            kernel1t(acc[0], nb, a, aRow0 + k0, aCol0 + i, kb, panel);
+          } else {
+            kernel1(acc[0], nb, a[aRow0 + i], aCol0 + k0, kb, panel);
+          }
           store(c, cRow0 + i, cCol0 + j0, nb, 1);
         }
       }
