@@ -1,0 +1,296 @@
+#!/usr/bin/env python3
+"""TriMul on one GPU: ours (native library through ctypes) against PyTorch eager and torch.compile.
+
+Protocol (BENCHMARKS.md): same inputs for every arm (fresh random bf16 x, a mask with ~5% zeros,
+random weights), each arm checked against a float64 reference at a small shape first, warm-up,
+then >= 10 timed iterations per arm with CUDA events, arms interleaved and their order rotated
+every iteration, median reported; peak GPU memory per arm; out-of-memory reported as status oom.
+The peer formulation is DESIGN.md section 1 written with einsum, in bf16 (weights bf16 too).
+
+Usage: python3 bench/torch_peers.py --lib native/build/libfoldcp_native.so [--csv out.csv]
+           [--shapes "1,1024,128;1,2048,128"] [--compile-max-n 2048] [--iters 10] [--no-compile]
+"""
+import argparse
+import ctypes
+import datetime
+import math
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+EPS = 1e-5
+
+
+# ----------------------------------------------------------------------------- peers
+def make_trimul(direction):
+    eq = "bikc,bjkc->bijc" if direction == "outgoing" else "bkic,bkjc->bijc"
+
+    def trimul(x, mask, p):
+        D = x.shape[-1]
+        xn = F.layer_norm(x, (D,), p["norm_in.weight"], p["norm_in.bias"], EPS)
+        ab = torch.sigmoid(F.linear(xn, p["g_in.weight"], p.get("g_in.bias"))) * F.linear(
+            xn, p["p_in.weight"], p.get("p_in.bias"))
+        ab = ab * mask.unsqueeze(-1)
+        a, b = ab[..., :D], ab[..., D:]
+        z = torch.einsum(eq, a, b)
+        zn = F.layer_norm(z, (D,), p["norm_out.weight"], p["norm_out.bias"], EPS)
+        out = torch.sigmoid(F.linear(xn, p["g_out.weight"], p.get("g_out.bias"))) * F.linear(
+            zn, p["p_out.weight"], p.get("p_out.bias"))
+        return out
+
+    return trimul
+
+
+def make_weights(D, gen, bias=False):
+    s = 1.0 / math.sqrt(D)
+
+    def u(*shape, scale=1.0, off=0.0):
+        return (torch.rand(*shape, generator=gen) * 2 - 1) * scale + off
+
+    p = {
+        "norm_in.weight": u(D, scale=0.1, off=1.0), "norm_in.bias": u(D, scale=0.1),
+        "p_in.weight": u(2 * D, D, scale=s), "g_in.weight": u(2 * D, D, scale=s),
+        "norm_out.weight": u(D, scale=0.1, off=1.0), "norm_out.bias": u(D, scale=0.1),
+        "p_out.weight": u(D, D, scale=s), "g_out.weight": u(D, D, scale=s),
+    }
+    if bias:
+        p.update({"p_in.bias": u(2 * D, scale=0.2), "g_in.bias": u(2 * D, scale=0.2),
+                  "p_out.bias": u(D, scale=0.2), "g_out.bias": u(D, scale=0.2)})
+    return {k: v.float().contiguous() for k, v in p.items()}
+
+
+# ----------------------------------------------------------------------------- ours (ctypes)
+class Weights(ctypes.Structure):
+    _fields_ = [("dim", ctypes.c_int64), ("direction", ctypes.c_int), ("residual", ctypes.c_int),
+                ("eps", ctypes.c_float)] + [(n, ctypes.POINTER(ctypes.c_float)) for n in (
+                    "norm_in_weight", "norm_in_bias", "p_in_weight", "g_in_weight", "norm_out_weight",
+                    "norm_out_bias", "p_out_weight", "g_out_weight", "p_in_bias", "g_in_bias", "p_out_bias",
+                    "g_out_bias")]
+
+
+class Ours:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        L = self.lib
+        L.foldcp_last_error.restype = ctypes.c_char_p
+        L.foldcp_trimul_workspace_size.argtypes = [ctypes.c_int64] * 3 + [ctypes.POINTER(ctypes.c_size_t)]
+        L.foldcp_trimul_create.argtypes = [ctypes.POINTER(Weights), ctypes.POINTER(ctypes.c_void_p)]
+        L.foldcp_trimul_destroy.argtypes = [ctypes.c_void_p]
+        L.foldcp_trimul_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t,
+                                            ctypes.c_void_p]
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what}: rc={rc}: {self.lib.foldcp_last_error().decode()}")
+
+    def layer(self, p, direction, residual=False):
+        D = p["norm_in.weight"].numel()
+        keep = {k: v.contiguous() for k, v in p.items()}
+        ptr = lambda k: (ctypes.cast(keep[k].data_ptr(), ctypes.POINTER(ctypes.c_float)) if k in keep
+                         else ctypes.POINTER(ctypes.c_float)())
+        w = Weights(D, 0 if direction == "outgoing" else 1, 1 if residual else 0, EPS,
+                    *[ptr(k) for k in ("norm_in.weight", "norm_in.bias", "p_in.weight", "g_in.weight",
+                                       "norm_out.weight", "norm_out.bias", "p_out.weight", "g_out.weight",
+                                       "p_in.bias", "g_in.bias", "p_out.bias", "g_out.bias")])
+        h = ctypes.c_void_p()
+        self.check(self.lib.foldcp_trimul_create(ctypes.byref(w), ctypes.byref(h)), "create")
+        return h
+
+    def ws_bytes(self, B, N, D):
+        n = ctypes.c_size_t()
+        self.check(self.lib.foldcp_trimul_workspace_size(B, N, D, ctypes.byref(n)), "workspace_size")
+        return n.value
+
+    def forward(self, h, x, mask_u8, out, ws):
+        B, N = x.shape[0], x.shape[1]
+        self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
+                                                  ws.data_ptr(), ws.numel(),
+                                                  torch.cuda.current_stream().cuda_stream), "forward")
+        return out
+
+
+# ----------------------------------------------------------------------------- helpers
+def rel_err(out, ref):
+    o = out.double()
+    if not torch.isfinite(o).all():
+        return float("nan")
+    return ((o - ref).norm() / ref.norm()).item()
+
+
+def correctness(ours, compile_ok):
+    """Every arm against float64 at a small shape, both directions."""
+    dev = "cuda"
+    gen = torch.Generator().manual_seed(11)
+    B, N, D = 1, 96, 64
+    p32 = make_weights(D, gen, bias=True)
+    x = (torch.randn(B, N, N, D, generator=gen) + 0.3).to(torch.bfloat16).to(dev)
+    m = (torch.rand(B, N, N, generator=gen) > 0.1).to(dev)
+    m[0, 5, :] = False
+    m[0, :, 7] = False
+    lines = []
+    for direction in ("outgoing", "incoming"):
+        fn = make_trimul(direction)
+        p64 = {k: v.double().to(dev) for k, v in p32.items()}
+        ref = fn(x.double(), m.double(), p64)
+        pb = {k: v.to(dev, torch.bfloat16) for k, v in p32.items()}
+        errs = {"torch_eager": rel_err(fn(x, m.to(torch.bfloat16), pb), ref)}
+        if compile_ok:
+            cfn = torch.compile(fn, dynamic=False)
+            errs["torch_compile"] = rel_err(cfn(x, m.to(torch.bfloat16), pb), ref)
+        h = ours.layer(p32, direction)
+        ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device=dev)
+        out = torch.full_like(x, float("nan"))
+        ours.forward(h, x, m.to(torch.uint8), out, ws)
+        torch.cuda.synchronize()
+        ours.lib.foldcp_trimul_destroy(h)
+        errs["ours"] = rel_err(out, ref)
+        for arm, e in errs.items():
+            ok = e == e and e <= 1e-2
+            lines.append(f"{'PASS' if ok else 'FAIL'} {direction:8s} {arm:14s} rel_err={e:.3e} (B,N,D)={B},{N},{D}")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--csv", default="")
+    ap.add_argument("--shapes", default="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--compile-max-n", type=int, default=2048)
+    ap.add_argument("--no-compile", action="store_true")
+    ap.add_argument("--commit", default=os.environ.get("FOLDCP_COMMIT", "unknown"))
+    ap.add_argument("--budget-s", type=float, default=1e9,
+                    help="wall-clock budget: torch.compile arms are skipped when less than 100 s are left, "
+                         "remaining shapes when less than 25 s are left")
+    args = ap.parse_args()
+    iters = max(10, args.iters)
+    dev = "cuda"
+    gpu = torch.cuda.get_device_name(0)
+    print(f"torch {torch.__version__}, {gpu}", flush=True)
+    ours = Ours(args.lib)
+    t_start = time.time()
+    left = lambda: args.budget_s - (time.time() - t_start)
+
+    for line in correctness(ours, not args.no_compile):
+        print(line, flush=True)
+
+    shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes.split(";") if s.strip()]
+    date = datetime.date.today().isoformat()
+    rows = []
+    table = []
+    for si, (B, N, D) in enumerate(shapes):
+        for direction in ("outgoing", "incoming"):
+            if left() < 25:
+                print(f"skipping {direction} ({B},{N},{D}): time budget spent", flush=True)
+                continue
+            gen = torch.Generator().manual_seed(1000 + si)
+            p32 = make_weights(D, gen)
+            pb = {k: v.to(dev, torch.bfloat16) for k, v in p32.items()}
+            x = torch.randn(B, N, N, D, device=dev, dtype=torch.bfloat16)
+            mu8 = (torch.rand(B, N, N, device=dev) > 0.05).to(torch.uint8)
+            mbf = mu8.to(torch.bfloat16)
+            fn = make_trimul(direction)
+            arms = {}
+            status = {}
+            peak = {}
+            # ours
+            h = ours.layer(p32, direction)
+            ws = out = None
+            try:
+                ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device=dev)
+                out = torch.empty_like(x)
+                arms["ours"] = lambda: ours.forward(h, x, mu8, out, ws)
+            except torch.OutOfMemoryError:
+                status["ours"] = "oom"
+            arms["torch_eager"] = lambda: fn(x, mbf, pb)
+            if not args.no_compile and N <= args.compile_max_n and left() >= 100:
+                cfn = torch.compile(fn, dynamic=False)
+                arms["torch_compile"] = lambda: cfn(x, mbf, pb)
+            # warm-up (compiles), peak memory per arm: what the arm itself holds at its peak plus the
+            # shared inputs (x, masks); buffers that other arms keep allocated are not counted
+            shared = x.numel() * x.element_size() + mu8.numel() + mbf.numel() * mbf.element_size()
+            own = {"ours": (ws.numel() + out.numel() * out.element_size()) if "ours" in arms else 0}
+            for name in list(arms):
+                try:
+                    torch.cuda.synchronize()
+                    torch.cuda.reset_peak_memory_stats()
+                    base = torch.cuda.memory_allocated()
+                    t0 = time.time()
+                    for _ in range(args.warmup):
+                        r = arms[name]()
+                        del r
+                    torch.cuda.synchronize()
+                    peak[name] = (torch.cuda.max_memory_allocated() - base + shared + own.get(name, 0)) / 2**30
+                    status[name] = "ok"
+                    if time.time() - t0 > 30:
+                        print(f"  ({name} warm-up took {time.time() - t0:.0f} s)", flush=True)
+                except torch.OutOfMemoryError:
+                    status[name] = "oom"
+                    arms.pop(name)
+                    torch.cuda.empty_cache()
+                except Exception as e:  # noqa: BLE001
+                    status[name] = "error"
+                    print(f"  {name} failed: {e}", flush=True)
+                    arms.pop(name)
+            times = {k: [] for k in arms}
+            names = list(arms)
+            e0 = torch.cuda.Event(enable_timing=True)
+            e1 = torch.cuda.Event(enable_timing=True)
+            for it in range(iters):
+                order = names[it % len(names):] + names[:it % len(names)] if names else []
+                for name in order:
+                    torch.cuda.synchronize()
+                    e0.record()
+                    r = arms[name]()
+                    e1.record()
+                    e1.synchronize()
+                    times[name].append(e0.elapsed_time(e1))
+                    del r
+            med = {k: statistics.median(v) for k, v in times.items()}
+            for name in ["ours", "torch_eager", "torch_compile"]:
+                if name in status:
+                    rows.append([date, args.commit, gpu, 1, "1x1", direction, B, N, D, name,
+                                 f"{med[name]:.3f}" if name in med else "", f"{peak.get(name, 0):.2f}",
+                                 status[name]])
+            table.append((direction, B, N, D, med, status))
+            flops = 2 * B * N**3 * D + 12 * B * N**2 * D**2
+            msg = "  ".join(f"{k}={v:.2f}ms" for k, v in med.items())
+            print(f"{direction:8s} ({B},{N},{D}) {msg}  ours={flops / med.get('ours', float('nan')) / 1e9:.0f} TFLOP/s"
+                  if "ours" in med else f"{direction} ({B},{N},{D}) {msg}", flush=True)
+            ours.lib.foldcp_trimul_destroy(h)
+            arms = x = mu8 = mbf = pb = ws = out = cfn = r = None
+            torch.cuda.empty_cache()
+            torch._dynamo.reset()
+
+    if args.csv:
+        with open(args.csv, "w") as f:
+            f.write(f"# python3 bench/torch_peers.py {' '.join(sys.argv[1:])}\n")
+            f.write("date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status\n")
+            for r in rows:
+                f.write(",".join(str(v) for v in r) + "\n")
+
+    print("\n=== TriMul, one H200: median ms (ratio = peer / ours, > 1 means ours is faster) ===")
+    print(f"{'dir':8s} {'B,N,D':12s} {'ours':>8s} {'TF/s':>6s} {'eager':>8s} {'x':>6s} {'compile':>8s} {'x':>6s}")
+    for direction, B, N, D, med, status in table:
+        o = med.get("ours")
+        flops = 2 * B * N**3 * D + 12 * B * N**2 * D**2
+
+        def cell(k):
+            if k in med:
+                return f"{med[k]:8.2f}", (f"{med[k] / o:6.2f}" if o else "     -")
+            return f"{status.get(k, '-'):>8s}", "     -"
+        e, ex = cell("torch_eager")
+        c, cx = cell("torch_compile")
+        print(f"{direction:8s} {B},{N},{D:<6d} {o if o else float('nan'):8.2f} "
+              f"{(flops / o / 1e9) if o else 0:6.0f} {e} {ex} {c} {cx}")
+
+
+if __name__ == "__main__":
+    main()

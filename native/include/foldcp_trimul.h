@@ -1,0 +1,113 @@
+/*
+ * fold-cp-spark native TriMul, single GPU (sm_90, Hopper): C host API.
+ *
+ * One TriMul layer forward (DESIGN.md section 1), both directions:
+ *   xn  = LN_in(x)
+ *   ab  = sigmoid(xn g_in^T + g_in.bias) * (xn p_in^T + p_in.bias) * mask[..., None]
+ *   outgoing: z[b,i,j,c] = sum_k a[b,i,k,c] b[b,j,k,c]
+ *   incoming: z[b,i,j,c] = sum_k a[b,k,i,c] b[b,k,j,c]
+ *   out = sigmoid(xn g_out^T + g_out.bias) * (LN_out(z) p_out^T + p_out.bias)  (+ x if residual)
+ * x and out are bf16 (B, N, N, D) row-major on the device; mask is uint8 (B, N, N) (nonzero =
+ * valid) or NULL (all valid). Accumulation is fp32; z is kept in fp32 between the stages.
+ *
+ * Usage: create a layer (uploads weights once, converted to bf16 on the device), query the
+ * workspace size for (B, N, D), allocate it once, then call foldcp_trimul_forward as often as
+ * needed. Everything stays on the device, so a stack of layers can run back to back on one
+ * stream; out may be the same buffer as x (in place), which a layer stack can use.
+ *
+ * Errors: every function returns a foldcp_status; on failure foldcp_last_error() (per calling
+ * thread) holds a message that names the offending value and the rule, or the failing CUDA call.
+ * A failed forward leaves out undefined: never treat it as a result.
+ */
+#ifndef FOLDCP_TRIMUL_H
+#define FOLDCP_TRIMUL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Same type as cudaStream_t / CUstream, declared here so that callers need no CUDA headers. */
+struct CUstream_st;
+typedef struct CUstream_st* foldcp_stream_t;
+
+typedef struct foldcp_trimul_layer foldcp_trimul_layer;
+
+typedef enum foldcp_status {
+  FOLDCP_OK = 0,
+  FOLDCP_ERR_INVALID_ARGUMENT = 1,   /* bad shape, pointer, weight or option */
+  FOLDCP_ERR_UNSUPPORTED_DEVICE = 2, /* no CUDA device, or not sm_90 */
+  FOLDCP_ERR_OUT_OF_MEMORY = 3,      /* a device allocation failed */
+  FOLDCP_ERR_WORKSPACE_TOO_SMALL = 4,
+  FOLDCP_ERR_CUDA = 5                /* any other CUDA error (message names the call) */
+} foldcp_status;
+
+typedef enum foldcp_direction { FOLDCP_OUTGOING = 0, FOLDCP_INCOMING = 1 } foldcp_direction;
+
+/* Layer weights: host pointers to float32 arrays in PyTorch layout (Linear weight = [out][in]).
+ * The optional biases may be NULL (= zeros). Nothing is retained after foldcp_trimul_create. */
+typedef struct foldcp_trimul_weights {
+  int64_t dim;       /* D: a multiple of 32, 32..256 */
+  int direction;     /* foldcp_direction */
+  int residual;      /* nonzero: out += x */
+  float eps;         /* LayerNorm eps (> 0; 1e-5 in the models) */
+  const float* norm_in_weight;  /* [D] */
+  const float* norm_in_bias;    /* [D] */
+  const float* p_in_weight;     /* [2D][D] */
+  const float* g_in_weight;     /* [2D][D] */
+  const float* norm_out_weight; /* [D] */
+  const float* norm_out_bias;   /* [D] */
+  const float* p_out_weight;    /* [D][D] */
+  const float* g_out_weight;    /* [D][D] */
+  const float* p_in_bias;       /* [2D] or NULL */
+  const float* g_in_bias;       /* [2D] or NULL */
+  const float* p_out_bias;      /* [D] or NULL */
+  const float* g_out_bias;      /* [D] or NULL */
+} foldcp_trimul_weights;
+
+/* Message of the last failure on this thread ("" if none). Valid until the next call. */
+const char* foldcp_last_error(void);
+/* Constant name of a status code, e.g. "FOLDCP_ERR_INVALID_ARGUMENT". */
+const char* foldcp_status_name(int status);
+
+/* Checks (B, N, D) against the kernels' rules without touching the device. */
+int foldcp_trimul_check_shape(int64_t B, int64_t N, int64_t D);
+
+/* Device workspace bytes a forward of (B, N, D) needs (checks the shape first). */
+int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t D, size_t* bytes);
+
+/* Creates a layer on the current CUDA device: checks the weights (shapes by D, finiteness),
+ * uploads them and converts them to bf16 on the device. Synchronous. */
+int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** layer);
+
+/* Frees the layer's device memory (switching to its device for that). NULL is allowed. */
+int foldcp_trimul_destroy(foldcp_trimul_layer* layer);
+
+/* D, direction and residual flag of a layer (any pointer may be NULL). */
+int foldcp_trimul_layer_info(const foldcp_trimul_layer* layer, int64_t* dim, int* direction, int* residual);
+
+/* One forward on the device, asynchronous on `stream` (NULL = legacy default stream).
+ * x, out: device bf16 (B, N, N, D), 16-byte aligned; out may equal x (in place) but must not
+ * otherwise overlap it. mask: device uint8 (B, N, N) or NULL. workspace: device memory of at
+ * least foldcp_trimul_workspace_size(B, N, D) bytes, 256-byte aligned, not overlapping x/out.
+ * The current device must be the layer's. */
+int foldcp_trimul_forward(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out, int64_t B,
+                          int64_t N, void* workspace, size_t workspace_bytes, foldcp_stream_t stream);
+
+/* As foldcp_trimul_forward, but times each stage with CUDA events and waits for the stream:
+ * stage_ms[0] = LN_in + projection + gates, [1] = triangle GEMM, [2] = LN_out + output
+ * projection + gate (+ residual). For benchmarks. */
+int foldcp_trimul_forward_profiled(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
+                                   int64_t B, int64_t N, void* workspace, size_t workspace_bytes,
+                                   foldcp_stream_t stream, float stage_ms[3]);
+
+/* FLOPs of one layer forward as counted in BENCHMARKS.md: 2 B N^3 D + 12 B N^2 D^2. */
+double foldcp_trimul_flops(int64_t B, int64_t N, int64_t D);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* FOLDCP_TRIMUL_H */

@@ -1,0 +1,589 @@
+// Correctness test of the single-GPU TriMul against a float64 CPU reference written here with
+// plain loops (DESIGN.md section 1). For every case: fresh random bf16 x, random weights, a mask
+// with random zeros plus an all-zero row and an all-zero column (or no mask), output and
+// workspace poisoned with 0xFF bytes (bf16/fp32 NaN) before the run, every output element
+// checked written and not NaN, ||out - ref|| / ||ref|| <= 1e-2 over the checked rows (all rows,
+// or a sample of rows for N = 1000). Stage intermediates (a, b, z) are compared as well, so a
+// failure says which stage broke. Also: error messages of bad inputs, in-place forward,
+// bitwise determinism.
+// Usage: foldcp_trimul_test [--quick]   (quick: small cases only, e.g. under compute-sanitizer)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "foldcp_trimul.h"
+#include "trimul_internal.h"
+
+#define CUDA_OK(call)                                                                                  \
+  do {                                                                                                 \
+    cudaError_t e_ = (call);                                                                           \
+    if (e_ != cudaSuccess) {                                                                           \
+      fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_), __FILE__, __LINE__, #call); \
+      exit(2);                                                                                         \
+    }                                                                                                  \
+  } while (0)
+
+static uint16_t f2bf(float f) {
+  uint32_t u;
+  memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (uint16_t)(u >> 16);
+}
+static float bf2f(uint16_t h) {
+  uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+struct Rng {
+  uint64_t s;
+  explicit Rng(uint64_t seed) : s(seed * 0x9E3779B97F4A7C15ull + 0x1234567ull) {}
+  uint64_t next() {
+    uint64_t z = (s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return (next() >> 11) * (1.0 / 9007199254740992.0); }  // [0,1)
+  double sym() { return 2.0 * uniform() - 1.0; }                             // [-1,1)
+  double normal() {
+    double u1 = uniform(), u2 = uniform();
+    if (u1 < 1e-300) u1 = 1e-300;
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+};
+
+static void parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
+  unsigned nt = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<int64_t> next{0};
+  std::vector<std::thread> th;
+  for (unsigned t = 0; t < nt; ++t)
+    th.emplace_back([&]() {
+      for (int64_t k; (k = next.fetch_add(1)) < n;) fn(k);
+    });
+  for (auto& t : th) t.join();
+}
+
+static inline double dot(const double* a, const double* b, int n) {
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  int k = 0;
+  for (; k + 4 <= n; k += 4) {
+    s0 += a[k] * b[k];
+    s1 += a[k + 1] * b[k + 1];
+    s2 += a[k + 2] * b[k + 2];
+    s3 += a[k + 3] * b[k + 3];
+  }
+  for (; k < n; ++k) s0 += a[k] * b[k];
+  return (s0 + s1) + (s2 + s3);
+}
+
+static double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+struct HostWeights {
+  int D = 0;
+  bool bias = false;
+  std::vector<float> lniw, lnib, pin, gin, lnow, lnob, pout, gout, pinb, ginb, poutb, goutb;
+  void make(int d, bool with_bias, Rng& r) {
+    D = d;
+    bias = with_bias;
+    const double s = 1.0 / std::sqrt((double)d);
+    auto fill = [&](std::vector<float>& v, size_t n, double scale, double offset) {
+      v.resize(n);
+      for (auto& e : v) e = (float)(offset + scale * r.sym());
+    };
+    fill(lniw, d, 0.3, 1.0);
+    fill(lnib, d, 0.3, 0.0);
+    fill(lnow, d, 0.3, 1.0);
+    fill(lnob, d, 0.3, 0.0);
+    fill(pin, 2 * (size_t)d * d, s, 0.0);
+    fill(gin, 2 * (size_t)d * d, s, 0.0);
+    fill(pout, (size_t)d * d, s, 0.0);
+    fill(gout, (size_t)d * d, s, 0.0);
+    if (with_bias) {
+      fill(pinb, 2 * d, 0.3, 0.0);
+      fill(ginb, 2 * d, 0.3, 0.0);
+      fill(poutb, d, 0.3, 0.0);
+      fill(goutb, d, 0.3, 0.0);
+    } else {
+      pinb.clear();
+      ginb.clear();
+      poutb.clear();
+      goutb.clear();
+    }
+  }
+  foldcp_trimul_weights view(int direction, int residual) const {
+    foldcp_trimul_weights w{};
+    w.dim = D;
+    w.direction = direction;
+    w.residual = residual;
+    w.eps = 1e-5f;
+    w.norm_in_weight = lniw.data();
+    w.norm_in_bias = lnib.data();
+    w.p_in_weight = pin.data();
+    w.g_in_weight = gin.data();
+    w.norm_out_weight = lnow.data();
+    w.norm_out_bias = lnob.data();
+    w.p_out_weight = pout.data();
+    w.g_out_weight = gout.data();
+    w.p_in_bias = bias ? pinb.data() : nullptr;
+    w.g_in_bias = bias ? ginb.data() : nullptr;
+    w.p_out_bias = bias ? poutb.data() : nullptr;
+    w.g_out_bias = bias ? goutb.data() : nullptr;
+    return w;
+  }
+};
+
+// float64 reference of one layer on the same bf16 inputs.
+struct Reference {
+  int64_t B, N;
+  int D, dir, residual;
+  const std::vector<uint16_t>* x;
+  const std::vector<uint8_t>* mask;  // empty = all valid
+  std::vector<double> w_pin, w_gin, w_pout, w_gout, lniw, lnib, lnow, lnob, pinb, ginb, poutb, goutb;
+  // A[b][c][p][q], Bm[b][c][p][q]: (p, q) = (row, col) outgoing, (col, row) incoming, so that
+  // z[b,i,j,c] = sum_k A[b][c][i][k] * Bm[b][c][j][k] in both directions.
+  std::vector<double> A, Bm;
+
+  void init(const HostWeights& w) {
+    auto cv = [](const std::vector<float>& v, size_t n) {
+      std::vector<double> o(n, 0.0);
+      for (size_t k = 0; k < v.size() && k < n; ++k) o[k] = v[k];
+      return o;
+    };
+    const size_t d = D;
+    w_pin = cv(w.pin, 2 * d * d);
+    w_gin = cv(w.gin, 2 * d * d);
+    w_pout = cv(w.pout, d * d);
+    w_gout = cv(w.gout, d * d);
+    lniw = cv(w.lniw, d);
+    lnib = cv(w.lnib, d);
+    lnow = cv(w.lnow, d);
+    lnob = cv(w.lnob, d);
+    pinb = cv(w.pinb, 2 * d);
+    ginb = cv(w.ginb, 2 * d);
+    poutb = cv(w.poutb, d);
+    goutb = cv(w.goutb, d);
+  }
+  void ln_in(int64_t tok, double* xn, double* xr) const {
+    const uint16_t* xp = x->data() + tok * D;
+    double mean = 0;
+    for (int c = 0; c < D; ++c) {
+      xr[c] = bf2f(xp[c]);
+      mean += xr[c];
+    }
+    mean /= D;
+    double var = 0;
+    for (int c = 0; c < D; ++c) var += (xr[c] - mean) * (xr[c] - mean);
+    var /= D;
+    const double rstd = 1.0 / std::sqrt(var + 1e-5);
+    for (int c = 0; c < D; ++c) xn[c] = (xr[c] - mean) * rstd * lniw[c] + lnib[c];
+  }
+  void compute_ab() {
+    A.assign((size_t)B * D * N * N, 0.0);
+    Bm.assign((size_t)B * D * N * N, 0.0);
+    parallel_for(B * N, [&](int64_t br) {
+      const int64_t b = br / N, row = br % N;
+      std::vector<double> xn(D), xr(D);
+      for (int64_t col = 0; col < N; ++col) {
+        const int64_t tok = (b * N + row) * N + col;
+        const bool valid = mask->empty() || (*mask)[tok] != 0;
+        const int64_t p = dir == 0 ? row : col, q = dir == 0 ? col : row;
+        if (!valid) continue;  // a = b = 0
+        ln_in(tok, xn.data(), xr.data());
+        for (int c = 0; c < D; ++c) {
+          const double pa = dot(xn.data(), &w_pin[(size_t)c * D], D) + pinb[c];
+          const double ga = dot(xn.data(), &w_gin[(size_t)c * D], D) + ginb[c];
+          const double pb = dot(xn.data(), &w_pin[(size_t)(D + c) * D], D) + pinb[D + c];
+          const double gb = dot(xn.data(), &w_gin[(size_t)(D + c) * D], D) + ginb[D + c];
+          const size_t o = (((size_t)b * D + c) * N + p) * N + q;
+          A[o] = sigmoid(ga) * pa;
+          Bm[o] = sigmoid(gb) * pb;
+        }
+      }
+    });
+  }
+  // z row (b, i): zr[j * D + c]
+  void z_row(int64_t b, int64_t i, double* zr) const {
+    for (int c = 0; c < D; ++c) {
+      const double* a = &A[(((size_t)b * D + c) * N + i) * N];
+      for (int64_t j = 0; j < N; ++j) zr[j * D + c] = dot(a, &Bm[(((size_t)b * D + c) * N + j) * N], (int)N);
+    }
+  }
+  // out row (b, i): o[j * D + c]
+  void out_row(int64_t b, int64_t i, const double* zr, double* o) const {
+    std::vector<double> xn(D), xr(D), lz(D);
+    for (int64_t j = 0; j < N; ++j) {
+      const double* z = zr + j * D;
+      double mean = 0;
+      for (int c = 0; c < D; ++c) mean += z[c];
+      mean /= D;
+      double var = 0;
+      for (int c = 0; c < D; ++c) var += (z[c] - mean) * (z[c] - mean);
+      var /= D;
+      const double rstd = 1.0 / std::sqrt(var + 1e-5);
+      for (int c = 0; c < D; ++c) lz[c] = (z[c] - mean) * rstd * lnow[c] + lnob[c];
+      ln_in((b * N + i) * N + j, xn.data(), xr.data());
+      for (int c = 0; c < D; ++c) {
+        const double po = dot(lz.data(), &w_pout[(size_t)c * D], D) + poutb[c];
+        const double go = dot(xn.data(), &w_gout[(size_t)c * D], D) + goutb[c];
+        double v = sigmoid(go) * po;
+        if (residual) v += xr[c];
+        o[j * D + c] = v;
+      }
+    }
+  }
+};
+
+struct Case {
+  int64_t B, N;
+  int D, dir;
+  bool bias;
+  int residual;
+  bool mask;
+  int sample_rows;  // 0 = all rows
+};
+
+static int g_failures = 0;
+
+static bool run_case(const Case& cs, uint64_t seed) {
+  const int64_t B = cs.B, N = cs.N;
+  const int D = cs.D;
+  Rng rng(seed);
+  HostWeights hw;
+  hw.make(D, cs.bias, rng);
+  const size_t ntok = (size_t)B * N * N, nel = ntok * D;
+  std::vector<uint16_t> hx(nel);
+  for (auto& v : hx) v = f2bf((float)(0.5 + rng.normal()));
+  std::vector<uint8_t> hm;
+  if (cs.mask) {
+    hm.resize(ntok);
+    for (auto& v : hm) v = rng.uniform() < 0.12 ? 0 : 1;
+    for (int64_t b = 0; b < B; ++b) {  // an all-zero row and an all-zero column per batch
+      const int64_t r0 = (N > 1) ? (int64_t)(rng.uniform() * N) : 0;
+      const int64_t c0 = (N > 1) ? (int64_t)(rng.uniform() * N) : 0;
+      for (int64_t k = 0; k < N; ++k) {
+        hm[(b * N + r0) * N + k] = 0;
+        hm[(b * N + k) * N + c0] = 0;
+      }
+    }
+  }
+
+  foldcp_trimul_layer* layer = nullptr;
+  foldcp_trimul_weights wv = hw.view(cs.dir, cs.residual);
+  if (foldcp_trimul_create(&wv, &layer) != FOLDCP_OK) {
+    printf("FAIL create: %s\n", foldcp_last_error());
+    return false;
+  }
+  size_t ws_bytes = 0;
+  if (foldcp_trimul_workspace_size(B, N, D, &ws_bytes) != FOLDCP_OK) {
+    printf("FAIL workspace_size: %s\n", foldcp_last_error());
+    return false;
+  }
+  void *dx, *dout, *dws;
+  uint8_t* dm = nullptr;
+  CUDA_OK(cudaMalloc(&dx, nel * 2));
+  CUDA_OK(cudaMalloc(&dout, nel * 2));
+  CUDA_OK(cudaMalloc(&dws, ws_bytes));
+  CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
+  if (cs.mask) {
+    CUDA_OK(cudaMalloc(&dm, ntok));
+    CUDA_OK(cudaMemcpy(dm, hm.data(), ntok, cudaMemcpyHostToDevice));
+  }
+  CUDA_OK(cudaMemset(dout, 0xFF, nel * 2));
+  CUDA_OK(cudaMemset(dws, 0xFF, ws_bytes));
+  cudaStream_t st;
+  CUDA_OK(cudaStreamCreate(&st));
+  cudaEvent_t e0, e1;
+  CUDA_OK(cudaEventCreate(&e0));
+  CUDA_OK(cudaEventCreate(&e1));
+  CUDA_OK(cudaEventRecord(e0, st));
+  int rc = foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws_bytes, st);
+  CUDA_OK(cudaEventRecord(e1, st));
+  cudaError_t se = cudaStreamSynchronize(st);
+  if (rc != FOLDCP_OK || se != cudaSuccess) {
+    printf("FAIL forward: rc=%s msg=%s sync=%s\n", foldcp_status_name(rc), foldcp_last_error(), cudaGetErrorString(se));
+    exit(3);
+  }
+  float ms = 0;
+  CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+  std::vector<uint16_t> hout(nel);
+  CUDA_OK(cudaMemcpy(hout.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
+
+  // every element written, none NaN/Inf
+  size_t bad = 0;
+  for (size_t k = 0; k < nel; ++k)
+    if (!std::isfinite(bf2f(hout[k]))) ++bad;
+
+  // determinism: a second run must be bitwise equal
+  CUDA_OK(cudaMemset(dout, 0xFF, nel * 2));
+  rc = foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws_bytes, st);
+  CUDA_OK(cudaStreamSynchronize(st));
+  std::vector<uint16_t> hout2(nel);
+  CUDA_OK(cudaMemcpy(hout2.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
+  const bool determ = rc == FOLDCP_OK && memcmp(hout.data(), hout2.data(), nel * 2) == 0;
+
+  // reference
+  Reference ref;
+  ref.B = B;
+  ref.N = N;
+  ref.D = D;
+  ref.dir = cs.dir;
+  ref.residual = cs.residual;
+  ref.x = &hx;
+  ref.mask = &hm;
+  ref.init(hw);
+  ref.compute_ab();
+
+  std::vector<int64_t> rows;  // (b * N + i)
+  if (cs.sample_rows == 0) {
+    for (int64_t k = 0; k < B * N; ++k) rows.push_back(k);
+  } else {
+    for (int s = 0; s < cs.sample_rows; ++s) {
+      const int64_t b = s % B;
+      int64_t i = (s == 0) ? 0 : (s == 1) ? N - 1 : (int64_t)(rng.uniform() * N);
+      rows.push_back(b * N + i);
+    }
+    if (cs.mask) {  // include the all-zero rows
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t i = 0; i < N; ++i) {
+          bool all0 = true;
+          for (int64_t k = 0; k < N && all0; ++k) all0 = hm[(b * N + i) * N + k] == 0;
+          if (all0) {
+            rows.push_back(b * N + i);
+            break;
+          }
+        }
+    }
+  }
+  std::vector<double> zref(rows.size() * N * D), oref(rows.size() * N * D);
+  parallel_for((int64_t)rows.size(), [&](int64_t r) {
+    const int64_t b = rows[r] / N, i = rows[r] % N;
+    ref.z_row(b, i, &zref[(size_t)r * N * D]);
+    ref.out_row(b, i, &zref[(size_t)r * N * D], &oref[(size_t)r * N * D]);
+  });
+  double num = 0, den = 0, maxabs = 0;
+  for (size_t r = 0; r < rows.size(); ++r)
+    for (int64_t j = 0; j < N; ++j)
+      for (int c = 0; c < D; ++c) {
+        const double g = bf2f(hout[((size_t)rows[r] * N + j) * D + c]);
+        const double f = oref[((size_t)r * N + j) * D + c];
+        num += (g - f) * (g - f);
+        den += f * f;
+        maxabs = std::max(maxabs, std::fabs(g - f));
+      }
+  const double rel = std::sqrt(num / std::max(den, 1e-300));
+
+  // stage diagnostics from the workspace
+  void *pa, *pb;
+  float* pz;
+  int64_t np = 0, sab = 0, sz = 0;
+  foldcp_trimul_debug_workspace(B, N, D, dws, &pa, &pb, &pz, &np, &sab, &sz);
+  double ea = -1, eb = -1, ez = -1;
+  {
+    const size_t plane = (size_t)sab;
+    std::vector<uint16_t> ha((size_t)B * D * plane), hb((size_t)B * D * plane);
+    CUDA_OK(cudaMemcpy(ha.data(), pa, ha.size() * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(hb.data(), pb, hb.size() * 2, cudaMemcpyDeviceToHost));
+    double na = 0, da = 0, nb = 0, db = 0;
+    size_t padbad = 0;
+    for (int64_t b = 0; b < B; ++b)
+      for (int c = 0; c < D; ++c)
+        for (int64_t row = 0; row < np; ++row)
+          for (int64_t col = 0; col < np; ++col) {
+            const size_t o = ((size_t)b * D + c) * plane + row * np + col;
+            const double ga = bf2f(ha[o]), gb = bf2f(hb[o]);
+            if (row >= N || col >= N) {
+              if (ga != 0.0 || gb != 0.0) ++padbad;
+              continue;
+            }
+            const int64_t p = cs.dir == 0 ? row : col, q = cs.dir == 0 ? col : row;
+            const size_t ro = (((size_t)b * D + c) * N + p) * N + q;
+            na += (ga - ref.A[ro]) * (ga - ref.A[ro]);
+            da += ref.A[ro] * ref.A[ro];
+            nb += (gb - ref.Bm[ro]) * (gb - ref.Bm[ro]);
+            db += ref.Bm[ro] * ref.Bm[ro];
+          }
+    ea = std::sqrt(na / std::max(da, 1e-300));
+    eb = std::sqrt(nb / std::max(db, 1e-300));
+    if (padbad) {
+      printf("  stage 1: %zu padded a/b entries are not zero\n", padbad);
+      ea = std::max(ea, 1.0);
+    }
+    std::vector<float> hz((size_t)B * D * sz);
+    CUDA_OK(cudaMemcpy(hz.data(), pz, hz.size() * 4, cudaMemcpyDeviceToHost));
+    double nz = 0, dz = 0;
+    for (size_t r = 0; r < rows.size(); ++r) {
+      const int64_t b = rows[r] / N, i = rows[r] % N;
+      for (int c = 0; c < D; ++c)
+        for (int64_t j = 0; j < N; ++j) {
+          const double g = hz[((size_t)b * D + c) * sz + i * np + j];
+          const double f = zref[((size_t)r * N + j) * D + c];
+          nz += (g - f) * (g - f);
+          dz += f * f;
+        }
+    }
+    ez = std::sqrt(nz / std::max(dz, 1e-300));
+  }
+
+  const bool ok = bad == 0 && std::isfinite(rel) && rel <= 1e-2 && determ;
+  printf("%s B=%lld N=%4lld D=%3d %-8s bias=%d res=%d mask=%-4s rows=%-5s | rel=%.3e maxabs=%.3e nonfinite=%zu "
+         "determ=%s | a=%.2e b=%.2e z=%.2e | %.3f ms\n",
+         ok ? "PASS" : "FAIL", (long long)B, (long long)N, D, cs.dir == 0 ? "outgoing" : "incoming", (int)cs.bias,
+         cs.residual, cs.mask ? "yes" : "none", cs.sample_rows ? std::to_string(rows.size()).c_str() : "all", rel,
+         maxabs, bad, determ ? "yes" : "NO", ea, eb, ez, ms);
+  fflush(stdout);
+  if (!ok) ++g_failures;
+
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaStreamDestroy(st);
+  cudaFree(dx);
+  cudaFree(dout);
+  cudaFree(dws);
+  if (dm) cudaFree(dm);
+  foldcp_trimul_destroy(layer);
+  return ok;
+}
+
+static bool expect_error(const char* what, int rc, int want, const char* must_contain) {
+  const std::string msg = foldcp_last_error();
+  const bool ok = rc == want && msg.find(must_contain) != std::string::npos;
+  printf("%s error check (%s): %s \"%s\"\n", ok ? "PASS" : "FAIL", what, foldcp_status_name(rc), msg.c_str());
+  if (!ok) ++g_failures;
+  return ok;
+}
+
+static void error_tests() {
+  size_t bytes = 0;
+  expect_error("D = 48", foldcp_trimul_workspace_size(1, 100, 48, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "D = 48");
+  expect_error("N = 0", foldcp_trimul_workspace_size(1, 0, 128, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "N = 0");
+  expect_error("B = 0", foldcp_trimul_workspace_size(0, 10, 128, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "B = 0");
+  Rng rng(7);
+  HostWeights hw;
+  hw.make(64, true, rng);
+  hw.pin[17] = NAN;
+  foldcp_trimul_weights wv = hw.view(0, 0);
+  foldcp_trimul_layer* layer = nullptr;
+  expect_error("NaN weight", foldcp_trimul_create(&wv, &layer), FOLDCP_ERR_INVALID_ARGUMENT, "p_in.weight[17]");
+  hw.pin[17] = 0.f;
+  wv = hw.view(0, 0);
+  wv.g_out_weight = nullptr;
+  expect_error("missing weight", foldcp_trimul_create(&wv, &layer), FOLDCP_ERR_INVALID_ARGUMENT, "g_out.weight");
+  wv = hw.view(0, 0);
+  if (foldcp_trimul_create(&wv, &layer) != FOLDCP_OK) {
+    printf("FAIL create: %s\n", foldcp_last_error());
+    ++g_failures;
+    return;
+  }
+  const int64_t N = 50;
+  size_t nel = (size_t)N * N * 64;
+  void *dx, *dws;
+  CUDA_OK(cudaMalloc(&dx, nel * 2));
+  foldcp_trimul_workspace_size(1, N, 64, &bytes);
+  CUDA_OK(cudaMalloc(&dws, bytes));
+  expect_error("small workspace", foldcp_trimul_forward(layer, dx, nullptr, dx, 1, N, dws, bytes - 1, nullptr),
+               FOLDCP_ERR_WORKSPACE_TOO_SMALL, "needs");
+  std::vector<uint16_t> hostbuf(nel);
+  expect_error("host pointer", foldcp_trimul_forward(layer, hostbuf.data(), nullptr, dx, 1, N, dws, bytes, nullptr),
+               FOLDCP_ERR_INVALID_ARGUMENT, "not device memory");
+  expect_error("misaligned x",
+               foldcp_trimul_forward(layer, (char*)dx + 2, nullptr, dx, 1, N, dws, bytes, nullptr),
+               FOLDCP_ERR_INVALID_ARGUMENT, "16-byte aligned");
+  cudaFree(dx);
+  cudaFree(dws);
+  foldcp_trimul_destroy(layer);
+}
+
+// In place (out == x) must equal out of place, bit for bit; a 2-layer stack runs in place.
+static void inplace_test() {
+  const int64_t B = 1, N = 200;
+  const int D = 128;
+  Rng rng(99);
+  HostWeights hw;
+  hw.make(D, true, rng);
+  const size_t nel = (size_t)B * N * N * D;
+  std::vector<uint16_t> hx(nel);
+  for (auto& v : hx) v = f2bf((float)rng.normal());
+  bool ok = true;
+  for (int dir = 0; dir < 2; ++dir) {
+    foldcp_trimul_weights wv = hw.view(dir, 1);
+    foldcp_trimul_layer* layer = nullptr;
+    if (foldcp_trimul_create(&wv, &layer) != FOLDCP_OK) {
+      printf("FAIL create: %s\n", foldcp_last_error());
+      ++g_failures;
+      return;
+    }
+    size_t bytes = 0;
+    foldcp_trimul_workspace_size(B, N, D, &bytes);
+    void *dx, *dout, *dws;
+    CUDA_OK(cudaMalloc(&dx, nel * 2));
+    CUDA_OK(cudaMalloc(&dout, nel * 2));
+    CUDA_OK(cudaMalloc(&dws, bytes));
+    CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
+    int rc1 = foldcp_trimul_forward(layer, dx, nullptr, dout, B, N, dws, bytes, nullptr);
+    int rc2 = foldcp_trimul_forward(layer, dx, nullptr, dx, B, N, dws, bytes, nullptr);
+    CUDA_OK(cudaDeviceSynchronize());
+    std::vector<uint16_t> a(nel), b(nel);
+    CUDA_OK(cudaMemcpy(a.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(b.data(), dx, nel * 2, cudaMemcpyDeviceToHost));
+    ok = ok && rc1 == FOLDCP_OK && rc2 == FOLDCP_OK && memcmp(a.data(), b.data(), nel * 2) == 0;
+    cudaFree(dx);
+    cudaFree(dout);
+    cudaFree(dws);
+    foldcp_trimul_destroy(layer);
+  }
+  printf("%s in-place forward equals out-of-place (both directions, residual)\n", ok ? "PASS" : "FAIL");
+  if (!ok) ++g_failures;
+}
+
+int main(int argc, char** argv) {
+  bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
+  int dev = 0;
+  cudaDeviceProp p{};
+  CUDA_OK(cudaGetDevice(&dev));
+  CUDA_OK(cudaGetDeviceProperties(&p, dev));
+  printf("device %d: %s sm_%d%d, %d SMs\n", dev, p.name, p.major, p.minor, p.multiProcessorCount);
+  error_tests();
+  std::vector<Case> cases;
+  //            B     N    D  dir  bias res mask  sample
+  cases.push_back({1, 8, 32, 0, true, 1, true, 0});
+  cases.push_back({1, 8, 32, 1, false, 0, true, 0});
+  cases.push_back({2, 8, 128, 0, false, 1, false, 0});
+  cases.push_back({2, 100, 32, 1, true, 0, true, 0});
+  cases.push_back({1, 100, 128, 0, true, 0, true, 0});
+  cases.push_back({1, 100, 128, 1, true, 0, true, 0});
+  if (!quick) {
+    cases.push_back({1, 100, 256, 0, true, 0, true, 0});
+    cases.push_back({1, 100, 256, 1, true, 1, true, 0});
+    cases.push_back({1, 130, 96, 0, true, 0, true, 0});
+    cases.push_back({1, 40, 192, 1, false, 0, true, 0});
+    cases.push_back({2, 257, 128, 0, true, 0, true, 0});
+    cases.push_back({2, 257, 128, 1, false, 1, true, 0});
+    cases.push_back({1, 257, 256, 1, true, 0, true, 0});
+    cases.push_back({1, 257, 256, 0, false, 1, false, 0});
+    cases.push_back({1, 1000, 32, 0, true, 0, true, 8});
+    cases.push_back({2, 1000, 32, 1, true, 1, true, 8});
+    cases.push_back({1, 1000, 128, 1, true, 0, true, 6});
+    cases.push_back({1, 1000, 128, 0, false, 0, true, 6});
+  }
+  int n = 0;
+  for (const Case& c : cases) {
+    run_case(c, 1000 + n);
+    ++n;
+  }
+  inplace_test();
+  printf("TESTS: %s (%d failure(s); %d layer cases)\n", g_failures == 0 ? "ALL PASSED" : "FAILED", g_failures, n);
+  return g_failures == 0 ? 0 : 1;
+}
