@@ -1,26 +1,66 @@
 #!/usr/bin/env bash
 # Builds the CUDA kernels with CMake where the toolchain is present; says why and skips where not.
-# Usage: build.sh <build-dir> [skip=true|false]
+# Usage: build.sh <build-dir> [skip=true|false] [java-home] [jni-resources-dir]
+#   java-home:          JDK whose include/jni.h the JNI library compiles against (Maven passes
+#                       ${java.home}); without one, CMake looks at JAVA_HOME and FindJNI.
+#   jni-resources-dir:  where libfoldcp_jni.so is staged for the operators jar, as
+#                       <dir>/amd64/Linux/libfoldcp_jni.so (the layout spark-rapids-jni uses:
+#                       ${os.arch}/${os.name}/). Emptied first, so a build that does not produce
+#                       the library (no nvcc, no JNI headers, skip) never ships a stale one.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 build_dir="${1:-$here/build}"
 skip="${2:-false}"
+java_home="${3:-${JAVA_HOME:-}}"
+jni_resources="${4:-}"
 tag="[fold-cp native]"
+jni_lib="libfoldcp_jni.so"
+if [[ -n "$jni_resources" ]]; then
+  rm -f "$jni_resources/amd64/Linux/$jni_lib"
+  mkdir -p "$jni_resources"
+fi
 if [[ "$skip" == "true" ]]; then
-  echo "$tag skipped: -Dfoldcp.native.skip=true"
+  echo "$tag skipped: -Dfoldcp.native.skip=true (the operators jar gets no $jni_lib)"
   exit 0
 fi
 if ! command -v nvcc >/dev/null 2>&1; then
-  echo "$tag skipped: nvcc not found on PATH (the CPU backend needs no native code)"
+  echo "$tag skipped: nvcc not found on PATH (the CPU backend needs no native code; the operators jar gets no $jni_lib)"
   exit 0
 fi
 if ! command -v cmake >/dev/null 2>&1; then
-  echo "$tag skipped: cmake not found on PATH"
+  echo "$tag skipped: cmake not found on PATH (the operators jar gets no $jni_lib)"
   exit 0
 fi
 mkdir -p "$build_dir"
 echo "$tag building with $(nvcc --version | tail -1) into $build_dir"
-cmake -S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)" >"$build_dir.log" 2>&1 \
+cmake_args=(-S "$here" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_COMPILER="$(command -v nvcc)")
+if [[ -n "$java_home" ]]; then
+  cmake_args+=(-DFOLDCP_JAVA_HOME="$java_home")
+fi
+cmake "${cmake_args[@]}" >"$build_dir.log" 2>&1 \
   || { cat "$build_dir.log"; echo "$tag cmake configure failed"; exit 1; }
+rm -f "$build_dir/$jni_lib"  # relinked below when its target exists; never left over from an older configure
 cmake --build "$build_dir" -j 2 >>"$build_dir.log" 2>&1 || { cat "$build_dir.log"; echo "$tag build failed"; exit 1; }
 echo "$tag built: $(cd "$build_dir" && ls *.so 2>/dev/null | tr '\n' ' ')"
+
+if [[ ! -f "$build_dir/$jni_lib" ]]; then
+  echo "$tag $jni_lib not built: $(grep -h 'fold-cp: no JNI headers' "$build_dir.log" | sed 's/^-- fold-cp: //' | head -1)"
+  exit 0
+fi
+# The JNI library must load with nothing but the system libraries: the CUDA runtime is linked
+# statically and opens libcuda.so.1 itself (dlopen) at its first call.
+if command -v readelf >/dev/null 2>&1; then
+  needed="$(readelf -d "$build_dir/$jni_lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+  for lib in $needed; do
+    case "$lib" in
+      libcuda.so.1|libc.so.6|libstdc++.so.6|libm.so.6|libgcc_s.so.1|libdl.so.2|libpthread.so.0|librt.so.1|ld-linux-x86-64.so.2) ;;
+      *) echo "$tag $jni_lib needs $lib: only libcuda and the C/C++ system libraries are allowed (static CUDA runtime)"; exit 1 ;;
+    esac
+  done
+  echo "$tag $jni_lib needs: $needed"
+fi
+if [[ -n "$jni_resources" ]]; then
+  mkdir -p "$jni_resources/amd64/Linux"
+  cp "$build_dir/$jni_lib" "$jni_resources/amd64/Linux/$jni_lib"
+  echo "$tag staged $jni_resources/amd64/Linux/$jni_lib for the operators jar"
+fi

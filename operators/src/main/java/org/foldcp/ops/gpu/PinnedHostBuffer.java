@@ -1,0 +1,101 @@
+package org.foldcp.ops.gpu;
+
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import jcuda.Pointer;
+import jcuda.driver.JCudaDriver;
+import org.foldcp.ops.InvalidInputException;
+
+/**
+ * Page-locked host memory from cuMemAllocHost, seen from Java as a direct {@link ByteBuffer}
+ * (little-endian, the byte order of bf16 on the device), freed by {@link #close()}. Used to stage
+ * bf16 rows and mask rows for asynchronous copies: Java fills it with bulk puts
+ * ({@code asShortBuffer().put(short[])}), the DMA engine reads it directly.
+ *
+ * <p>The ByteBuffer is a view of native memory that the JVM does not own: JCuda makes it with
+ * JNI's NewDirectByteBuffer when it allocates, so no Cleaner frees it, and after {@link #close()}
+ * any access through a view obtained earlier would read freed memory (a crash, not an exception).
+ * Views are therefore only handed out by {@link #buffer()}, which refuses once closed; callers
+ * must not keep them past close. At most 2 GiB - 1 bytes (a ByteBuffer's limit).
+ */
+public final class PinnedHostBuffer implements AutoCloseable {
+  private final GpuDevice device;
+  private final Pointer pointer;
+  private final ByteBuffer buffer;
+  private final long bytes;
+  private final long handleId;
+  private boolean closed;
+
+  private PinnedHostBuffer(GpuDevice device, Pointer pointer, ByteBuffer buffer, long bytes, String purpose) {
+    this.device = device;
+    this.pointer = pointer;
+    this.buffer = buffer;
+    this.bytes = bytes;
+    this.handleId = MemoryLeakCheck.register("pinned host buffer", bytes, purpose);
+  }
+
+  public static PinnedHostBuffer allocate(GpuDevice device, long bytes, String purpose) {
+    InvalidInputException.require(bytes >= 1 && bytes <= Integer.MAX_VALUE, "pinned buffer size", bytes,
+        "must lie in [1, 2^31 - 1] bytes (a Java ByteBuffer views it)");
+    device.makeCurrent();
+    Pointer p = new Pointer();
+    CudaDriver.check(JCudaDriver.cuMemAllocHost(p, bytes), "cuMemAllocHost(" + bytes + " bytes for " + purpose + ")");
+    ByteBuffer bb = p.getByteBuffer(0, bytes);
+    if (bb == null) {
+      JCudaDriver.cuMemFreeHost(p);
+      throw new GpuException("cuMemAllocHost(" + bytes + " bytes) returned memory that JCuda gives no ByteBuffer for");
+    }
+    bb = bb.slice().order(ByteOrder.LITTLE_ENDIAN);
+    return new PinnedHostBuffer(device, p, bb, bytes, purpose);
+  }
+
+  public static PinnedHostBuffer allocate(GpuDevice device, long bytes) {
+    return allocate(device, bytes, "pinned host buffer");
+  }
+
+  public long bytes() { return bytes; }
+
+  /**
+   * A fresh little-endian view of the whole buffer (position 0, limit = bytes); valid only until
+   * {@link #close()}.
+   */
+  public ByteBuffer buffer() {
+    ensureOpen();
+    return buffer.duplicate().order(ByteOrder.LITTLE_ENDIAN);
+  }
+
+  Pointer pointer(long offset) {
+    ensureOpen();
+    return offset == 0 ? pointer : pointer.withByteOffset(offset);
+  }
+
+  void checkRange(long offset, long len) {
+    ensureOpen();
+    if (offset < 0 || len < 0 || offset > bytes - len) {
+      throw new IndexOutOfBoundsException("range [" + offset + ", " + offset + " + " + len
+          + ") is outside the pinned buffer of " + bytes + " bytes");
+    }
+  }
+
+  public boolean isClosed() {
+    return closed;
+  }
+
+  private void ensureOpen() {
+    if (closed) {
+      throw new IllegalStateException("PinnedHostBuffer (" + bytes + " bytes) is closed");
+    }
+  }
+
+  /** Frees the pinned memory; idempotent. Wait for copies that use it first. */
+  @Override
+  public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    MemoryLeakCheck.release(handleId);
+    device.setCurrent();
+    CudaDriver.check(JCudaDriver.cuMemFreeHost(pointer), "cuMemFreeHost(" + bytes + " bytes)");
+  }
+}

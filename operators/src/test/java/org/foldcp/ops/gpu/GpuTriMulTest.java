@@ -1,0 +1,215 @@
+package org.foldcp.ops.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.List;
+import java.util.stream.Stream;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.cpu.CpuTriMul;
+import org.foldcp.ops.layer.Direction;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.ops.layer.LayerWeights;
+import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.layer.TriMulSpec;
+import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.ops.testing.Reference64;
+import org.foldcp.ops.testing.Tensors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * The GPU backend against the float64 reference and the CPU backend (DESIGN.md accuracy
+ * contract: ||out - ref|| / ||ref|| <= 1e-2, NaN never passes). Needs an sm_90 GPU, the CUDA
+ * driver and libfoldcp_jni.so in the jar; every test skips with the reason otherwise.
+ */
+@Tag("gpu")
+class GpuTriMulTest {
+  private static GpuTriMul gpu;
+  private static CpuTriMul cpu;
+
+  @BeforeEach
+  void needGpu() {
+    GpuTests.assumeGpu();
+    if (gpu == null) {
+      gpu = new GpuTriMul();
+      cpu = new CpuTriMul();
+    }
+  }
+
+  @AfterAll
+  static void stop() {
+    if (gpu != null) {
+      gpu.close();
+      cpu.close();
+      gpu = null;
+    }
+  }
+
+  /**
+   * Every value of each axis appears, not the full cross product: N in {8, 100, 257, 1000},
+   * D in {32, 128, 256}, B in {1, 2}, both directions, mask (with an all-zero row and column) or
+   * none or present-but-all-valid, biases on and off, residual on and off. The float64 reference
+   * runs up to N = 257; at N = 1000 the CPU backend is the yardstick.
+   */
+  static Stream<Arguments> cases() {
+    return Stream.of(
+        Arguments.of(Direction.OUTGOING, 8, 32, 1, "mask", true, false),
+        Arguments.of(Direction.INCOMING, 8, 256, 2, "none", false, true),
+        Arguments.of(Direction.OUTGOING, 100, 128, 2, "mask", false, true),
+        Arguments.of(Direction.INCOMING, 100, 256, 1, "mask", true, false),
+        Arguments.of(Direction.INCOMING, 100, 32, 1, "allValid", true, true),
+        Arguments.of(Direction.OUTGOING, 100, 256, 1, "none", true, true),
+        Arguments.of(Direction.OUTGOING, 257, 32, 2, "mask", true, true),
+        Arguments.of(Direction.INCOMING, 257, 128, 1, "none", true, false),
+        Arguments.of(Direction.OUTGOING, 1000, 128, 1, "mask", false, true),
+        Arguments.of(Direction.INCOMING, 1000, 32, 2, "none", true, false));
+  }
+
+  @ParameterizedTest(name = "{0} N={1} D={2} B={3} mask={4} bias={5} residual={6}")
+  @MethodSource("cases")
+  void matchesReferenceAndCpu(Direction dir, int n, int d, int b, String mask, boolean bias, boolean residual) {
+    long seed = 31L * n + 7L * d + b + dir.ordinal() + (bias ? 11 : 0) + (residual ? 13 : 0);
+    PairTensor x = GpuTests.input(b, n, d, seed, mask.equals("mask"));
+    if (mask.equals("allValid")) {
+      x.setValid(0, 0, 0, true); // a mask that is present but all ones: uploaded as NULL
+    }
+    PairTensor xCopy = x.copy();
+    TriMulLayer layer = new TriMulLayer(TriMulSpec.of(dir, residual), LayerWeights.random(d, seed + 1, bias));
+    String what = dir + " N=" + n + " D=" + d + " B=" + b + " mask=" + mask + " bias=" + bias + " residual=" + residual;
+
+    // 1. Into a poisoned buffer (0xFF), with a poisoned tail behind the output.
+    long bytes = (long) b * n * n * d * 2;
+    PairTensor hooked;
+    try (DeviceBuffer out = DeviceBuffer.allocate(gpu.device(), bytes + 4096, "test output")) {
+      out.fill(GpuTests.POISON);
+      hooked = gpu.forwardInto(x, layer, out);
+      GpuTests.assertPoisonIntact(out, bytes, 4096, what);
+    }
+    GpuTests.assertAllWrittenAndFinite(hooked, what);
+
+    // 2. The public route (in place on the resident copy) gives the same bits.
+    GpuTriMul.Stats before = gpu.stats();
+    PairTensor y = gpu.forward(x, layer);
+    GpuTriMul.Stats after = gpu.stats();
+    assertTrue(y.sameAs(hooked), what + ": in-place forward differs from the out-of-place one");
+    assertTrue(x.sameAs(xCopy), "the input is never modified");
+    assertEquals(x.shapeString(), y.shapeString());
+    assertEquals(x.hasMask(), y.hasMask(), "the output carries the input's mask");
+    assertTrue(masksEqual(x, y), "the output's mask is the input's");
+    assertEquals(mask.equals("mask") ? 2 : 1, after.uploads() - before.uploads(),
+        "values, plus the mask only when some position is masked");
+    assertEquals(1, after.downloads() - before.downloads());
+
+    // 3. Accuracy.
+    PairTensor c = cpu.forward(x, layer);
+    double vsCpu = Tensors.assertWithinContract(y, Reference64.toDoubles(c), what + " vs CpuTriMul");
+    if (n <= 257) {
+      double vsRef = Tensors.assertWithinContract(y, Reference64.forward(x, layer), what + " vs Reference64");
+      System.out.printf("[gpu] %s: rel err vs float64 %.2e, vs cpu %.2e%n", what, vsRef, vsCpu);
+    } else {
+      System.out.printf("[gpu] %s: rel err vs cpu %.2e%n", what, vsCpu);
+    }
+  }
+
+  private static boolean masksEqual(PairTensor a, PairTensor b) {
+    for (int bb = 0; bb < a.batch(); bb++) {
+      for (int i = 0; i < a.rows(); i++) {
+        for (int j = 0; j < a.cols(); j++) {
+          if (a.valid(bb, i, j) != b.valid(bb, i, j)) {
+            return false;
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  @Test
+  void threeLayerStackStaysOnTheDevice() {
+    int n = 100;
+    int d = 128;
+    PairTensor x = GpuTests.input(1, n, d, 77, true);
+    LayerStack stack = new LayerStack(List.of(
+        new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, true), LayerWeights.random(d, 101, true)),
+        new TriMulLayer(TriMulSpec.of(Direction.INCOMING, true), LayerWeights.random(d, 102, false)),
+        new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, true), LayerWeights.random(d, 103, true))));
+    GpuTriMul.Stats before = gpu.stats();
+    PairTensor y = gpu.forward(x, stack);
+    GpuTriMul.Stats after = gpu.stats();
+    assertEquals(3, after.layerRuns() - before.layerRuns());
+    assertEquals(2, after.uploads() - before.uploads(), "values and mask uploaded once for the whole stack");
+    assertEquals(1, after.downloads() - before.downloads(), "downloaded once for the whole stack");
+    assertEquals((long) n * n * d * 2, after.bytesFromDevice() - before.bytesFromDevice());
+    GpuTests.assertAllWrittenAndFinite(y, "stack");
+    assertTrue(y.hasMask());
+
+    // Layer by layer through the host gives the same bits (bf16 between layers either way).
+    PairTensor cur = x;
+    for (TriMulLayer l : stack.layers()) {
+      cur = gpu.forward(cur, l);
+    }
+    assertTrue(y.sameAs(cur), "resident stack == layer-by-layer");
+
+    Tensors.assertWithinContract(y, Reference64.forward(x, stack), "3-layer stack vs Reference64");
+    Tensors.assertWithinContract(y, Reference64.toDoubles(cpu.forward(x, stack)), "3-layer stack vs CpuTriMul");
+  }
+
+  @Test
+  void layersAreCachedByDigestAndSpec() {
+    try (GpuTriMul g = new GpuTriMul(0, 2)) {
+      PairTensor x = GpuTests.input(1, 8, 32, 5, false);
+      LayerWeights w = LayerWeights.random(32, 9, true);
+      TriMulLayer a = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, false), w);
+      TriMulLayer sameWeights = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, false),
+          LayerWeights.fromTensors(w.tensors(), "", 32));
+      TriMulLayer residual = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, true), w);
+      TriMulLayer incoming = new TriMulLayer(TriMulSpec.of(Direction.INCOMING, false), w);
+      g.forward(x, a);
+      g.forward(x, sameWeights);
+      assertEquals(1, g.stats().layersCreated(), "equal digest and spec: one native layer");
+      g.forward(x, residual);
+      assertEquals(2, g.stats().layersCreated(), "the residual flag is part of the native layer");
+      g.forward(x, incoming);
+      assertEquals(3, g.stats().layersCreated());
+      assertEquals(2, g.cachedLayers(), "at most maxCachedLayers stay");
+      assertEquals(1, g.stats().residentAllocations(), "one (B, N, D): buffers allocated once");
+      g.forward(GpuTests.input(2, 8, 32, 6, false), a);
+      assertEquals(2, g.stats().residentAllocations(), "a new (B, N, D) reallocates");
+    }
+  }
+
+  @Test
+  void unsupportedShapesFailBeforeAnyUpload() {
+    GpuTriMul.Stats before = gpu.stats();
+    PairTensor x30 = PairTensor.random(1, 16, 30, 1, 0);
+    TriMulLayer l30 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(30, 2, false));
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> gpu.forward(x30, l30));
+    assertTrue(e.getMessage().startsWith("D = 30 is not supported"), e.getMessage());
+    PairTensor x288 = PairTensor.random(1, 8, 288, 1, 0);
+    TriMulLayer l288 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(288, 2, false));
+    assertThrows(InvalidInputException.class, () -> gpu.forward(x288, l288));
+    PairTensor x = PairTensor.random(1, 8, 32, 1, 0);
+    TriMulLayer l64 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(64, 2, false));
+    InvalidInputException dm = assertThrows(InvalidInputException.class, () -> gpu.forward(x, l64));
+    assertTrue(dm.getMessage().contains("D of the pair tensor = 32"), dm.getMessage());
+    assertEquals(before.uploads(), gpu.stats().uploads(), "nothing was uploaded");
+  }
+
+  @Test
+  void deviceIsHopper() {
+    GpuDevice dev = gpu.device();
+    assertEquals(9, dev.major());
+    assertEquals(0, dev.minor());
+    assertFalse(dev.name().isEmpty());
+    GpuDevice.MemInfo m = dev.memInfo();
+    assertTrue(m.free() > 0 && m.free() <= m.total(), m.toString());
+  }
+}

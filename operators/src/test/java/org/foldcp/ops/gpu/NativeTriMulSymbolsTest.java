@@ -1,0 +1,199 @@
+package org.foldcp.ops.gpu;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.InputStream;
+import java.lang.reflect.Method;
+import java.lang.reflect.Modifier;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.layer.LayerWeights;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Keeps the Java native declarations of {@link NativeTriMul}, the C++ definitions in
+ * native/src/jni/foldcp_jni.cpp and the symbols the built library exports in step, and exercises
+ * the calls that need no GPU (shape checks, error mapping). No "gpu" tag: runs on every build;
+ * the parts that need the source tree or the built library skip with a reason without them.
+ */
+class NativeTriMulSymbolsTest {
+  private static final String PREFIX = "Java_org_foldcp_ops_gpu_NativeTriMul_";
+  private static final Set<String> ALLOWED_NEEDED = Set.of("libcuda.so.1", "libc.so.6", "libstdc++.so.6",
+      "libm.so.6", "libgcc_s.so.1", "libdl.so.2", "libpthread.so.0", "librt.so.1", "ld-linux-x86-64.so.2");
+
+  /** JNI short name -> C parameter types after (JNIEnv*, jclass), plus the return type first. */
+  static Map<String, List<String>> javaNatives() {
+    Map<String, List<String>> out = new TreeMap<>();
+    for (Method m : NativeTriMul.class.getDeclaredMethods()) {
+      if (!Modifier.isNative(m.getModifiers())) {
+        continue;
+      }
+      assertTrue(Modifier.isStatic(m.getModifiers()), m + " must be static (the C side takes jclass)");
+      List<String> sig = new ArrayList<>();
+      sig.add(jniType(m.getReturnType()));
+      for (Class<?> p : m.getParameterTypes()) {
+        sig.add(jniType(p));
+      }
+      String name = PREFIX + mangle(m.getName());
+      assertFalse(out.containsKey(name), "overloaded native " + m.getName() + " would need JNI long names");
+      out.put(name, sig);
+    }
+    return out;
+  }
+
+  static String jniType(Class<?> c) {
+    if (c == void.class) return "void";
+    if (c == int.class) return "jint";
+    if (c == long.class) return "jlong";
+    if (c == boolean.class) return "jboolean";
+    if (c == float.class) return "jfloat";
+    if (c == double.class) return "jdouble";
+    if (c == String.class) return "jstring";
+    if (c == float[].class) return "jfloatArray";
+    throw new AssertionError("no JNI mapping in this test for " + c);
+  }
+
+  /** JNI name mangling (JNI spec, "Resolving Native Method Names"). */
+  static String mangle(String s) {
+    StringBuilder sb = new StringBuilder();
+    for (char ch : s.toCharArray()) {
+      if (ch == '_') {
+        sb.append("_1");
+      } else if (ch == ';') {
+        sb.append("_2");
+      } else if (ch == '[') {
+        sb.append("_3");
+      } else if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9')) {
+        sb.append(ch);
+      } else {
+        sb.append(String.format("_0%04x", (int) ch));
+      }
+    }
+    return sb.toString();
+  }
+
+  @Test
+  void everyNativeIsDefinedInTheJniSourceWithMatchingTypes() throws Exception {
+    Path src = Paths.get("..", "native", "src", "jni", "foldcp_jni.cpp");
+    Assumptions.assumeTrue(Files.isRegularFile(src), "no source tree here (" + src.toAbsolutePath() + ")");
+    String text = Files.readString(src, StandardCharsets.UTF_8);
+    Pattern fn = Pattern.compile("JNIEXPORT\\s+(\\w+)\\s+JNICALL\\s+(Java_\\w+)\\s*\\(([^)]*)\\)");
+    Map<String, List<String>> defined = new TreeMap<>();
+    Matcher m = fn.matcher(text);
+    while (m.find()) {
+      List<String> sig = new ArrayList<>();
+      sig.add(m.group(1));
+      String[] params = m.group(3).split(",");
+      for (int i = 0; i < params.length; i++) {
+        String p = params[i].replace("*", " ").trim();
+        String type = p.split("\\s+")[0];
+        if (i == 0) {
+          assertEquals("JNIEnv", type, m.group(2) + ": first parameter");
+        } else if (i == 1) {
+          assertEquals("jclass", type, m.group(2) + ": second parameter (static native)");
+        } else {
+          sig.add(type);
+        }
+      }
+      defined.put(m.group(2), sig);
+    }
+    Map<String, List<String>> declared = javaNatives();
+    assertFalse(declared.isEmpty());
+    assertEquals(declared.keySet(), defined.keySet(), "Java natives vs C++ definitions");
+    for (Map.Entry<String, List<String>> e : declared.entrySet()) {
+      assertEquals(e.getValue(), defined.get(e.getKey()), e.getKey() + ": [return, params...] types");
+    }
+  }
+
+  private static byte[] bundledLibrary() throws Exception {
+    try (InputStream in = NativeTriMul.class.getResourceAsStream(NativeLibrary.resourcePath())) {
+      Assumptions.assumeTrue(in != null,
+          "libfoldcp_jni.so is not in this build (no nvcc or no JNI headers where it was built)");
+      return in.readAllBytes();
+    }
+  }
+
+  @Test
+  void theBuiltLibraryExportsExactlyTheDeclaredNatives() throws Exception {
+    ElfDynamic elf = ElfDynamic.parse(bundledLibrary());
+    Set<String> exported = new TreeSet<>();
+    for (String s : elf.definedGlobals) {
+      if (s.startsWith(PREFIX)) {
+        exported.add(s);
+      }
+    }
+    assertEquals(javaNatives().keySet(), exported, "Java natives vs the library's exported JNI symbols");
+    Set<String> others = new TreeSet<>(elf.definedGlobals);
+    others.removeAll(exported);
+    others.remove("JNI_OnLoad");
+    assertTrue(others.isEmpty(), "the library exports nothing but JNI entry points (static cudart stays"
+        + " hidden), found " + others);
+  }
+
+  @Test
+  void theBuiltLibraryNeedsOnlySystemLibraries() throws Exception {
+    ElfDynamic elf = ElfDynamic.parse(bundledLibrary());
+    for (String lib : elf.needed) {
+      assertTrue(ALLOWED_NEEDED.contains(lib), "NEEDED " + lib + ": the CUDA runtime must be linked statically,"
+          + " only libcuda and the C/C++ system libraries may be needed; all: " + elf.needed);
+    }
+    assertFalse(elf.needed.stream().anyMatch(s -> s.startsWith("libcudart")), String.valueOf(elf.needed));
+  }
+
+  @Test
+  void callsThatNeedNoGpuWorkAndMapErrors() throws Exception {
+    bundledLibrary(); // skips without it
+    NativeTriMul.ensureLoaded();
+    assertEquals(90, NativeTriMul.targetSm());
+    assertTrue(NativeTriMul.cudaRuntimeVersion() >= 12000, "CUDA runtime " + NativeTriMul.cudaRuntimeVersion());
+    assertEquals("FOLDCP_ERR_INVALID_ARGUMENT", NativeTriMul.statusName(1));
+    assertEquals("FOLDCP_ERR_CUDA", NativeTriMul.statusName(5));
+    NativeTriMul.checkShape(2, 100, 128);
+    assertTrue(NativeTriMul.workspaceSize(1, 100, 32) >= 2L * 32 * 128 * 128 * 2 + 32L * 100 * 128 * 4);
+    assertEquals(2.0 * 8 * 8 * 8 * 32 + 12.0 * 8 * 8 * 32 * 32, NativeTriMul.flops(1, 8, 32));
+
+    InvalidInputException d = assertThrows(InvalidInputException.class, () -> NativeTriMul.checkShape(1, 100, 30));
+    assertTrue(d.getMessage().startsWith("D = 30 is not supported"), d.getMessage());
+    InvalidInputException n = assertThrows(InvalidInputException.class, () -> NativeTriMul.workspaceSize(1, 0, 32));
+    assertTrue(n.getMessage().startsWith("N = 0 is out of range"), n.getMessage());
+    assertTrue(NativeTriMul.lastError().startsWith("N = 0"), NativeTriMul.lastError());
+
+    LayerWeights w = LayerWeights.random(32, 3, true);
+    InvalidInputException len = assertThrows(InvalidInputException.class, () -> NativeTriMul.createLayer(32, 0,
+        true, 1e-5f, w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B), new float[5],
+        w.get(LayerWeights.G_IN_W), w.get(LayerWeights.NORM_OUT_W), w.get(LayerWeights.NORM_OUT_B),
+        w.get(LayerWeights.P_OUT_W), w.get(LayerWeights.G_OUT_W), null, null, null, null));
+    assertEquals("length of p_in.weight = 5: must be 2048 for D", len.getMessage());
+    InvalidInputException dim = assertThrows(InvalidInputException.class, () -> NativeTriMul.createLayer(30, 0,
+        true, 1e-5f, new float[30], new float[30], new float[1800], new float[1800], new float[30], new float[30],
+        new float[900], new float[900], null, null, null, null));
+    assertTrue(dim.getMessage().startsWith("D = 30 is not supported"), dim.getMessage());
+
+    if (CudaDriver.unavailableReason() != null) {
+      // No driver: the static CUDA runtime cannot open libcuda.so.1, and says so as a GpuException.
+      GpuException e = assertThrows(GpuException.class, () -> NativeTriMul.createLayer(32, 0, true, 1e-5f,
+          w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B), w.get(LayerWeights.P_IN_W),
+          w.get(LayerWeights.G_IN_W), w.get(LayerWeights.NORM_OUT_W), w.get(LayerWeights.NORM_OUT_B),
+          w.get(LayerWeights.P_OUT_W), w.get(LayerWeights.G_OUT_W), null, null, null, null));
+      assertEquals("FOLDCP_ERR_UNSUPPORTED_DEVICE", e.statusName(), e.getMessage());
+      assertEquals(2, e.status());
+      assertTrue(e.getMessage().startsWith("foldcp_trimul_create failed (FOLDCP_ERR_UNSUPPORTED_DEVICE): no CUDA device"),
+          e.getMessage());
+    }
+  }
+}
