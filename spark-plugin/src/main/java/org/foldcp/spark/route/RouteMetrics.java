@@ -17,6 +17,9 @@ public interface RouteMetrics extends Serializable {
 
   default void reshardNanos(long nanos) {}
 
+  /** Tiles whose forward ran on a GPU (the rest ran on the CPU backend). */
+  default void gpuTiles(long count) {}
+
   /** Bytes of a, b and z payloads sent from one rank to another (not counting a rank's own share). */
   default void reshardBytes(long bytes) {}
 

@@ -22,7 +22,18 @@ public final class RoutePlan implements Serializable {
     SHUFFLE
   }
 
+  /** Where a task computes. CP routes run on the CPU until the NVSHMEM GPU team lands. */
+  public enum Backend {
+    /** The CPU backend. */
+    CPU,
+    /** The task's GPU (sm_90); a task without one fails with the reason. */
+    GPU,
+    /** The task's GPU where it has a usable one, else the CPU (with a warning in the task log). */
+    AUTO
+  }
+
   public final Kind kind;
+  public final Backend backend;
   public final CpGrid grid;
   public final int threadsPerTask;
   public final long barrierTimeoutMillis;
@@ -31,7 +42,13 @@ public final class RoutePlan implements Serializable {
 
   public RoutePlan(Kind kind, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis, long connectTimeoutMillis,
                    String reason) {
+    this(kind, Backend.CPU, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason);
+  }
+
+  public RoutePlan(Kind kind, Backend backend, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis,
+                   long connectTimeoutMillis, String reason) {
     this.kind = Objects.requireNonNull(kind, "kind");
+    this.backend = Objects.requireNonNull(backend, "backend");
     this.grid = Objects.requireNonNull(grid, "grid");
     this.threadsPerTask = threadsPerTask;
     this.barrierTimeoutMillis = barrierTimeoutMillis;
@@ -43,9 +60,15 @@ public final class RoutePlan implements Serializable {
     return new RoutePlan(Kind.SINGLE, CpGrid.oneD(1), threadsPerTask, 300_000, 30_000, reason);
   }
 
+  /** The same plan computing on {@code b}. */
+  public RoutePlan withBackend(Backend b) {
+    return new RoutePlan(kind, b, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason);
+  }
+
   /** e.g. "barrier cp=4 grid=2x2 backend=cpu". */
   public String describe() {
-    return kind.name().toLowerCase(java.util.Locale.ROOT) + " cp=" + grid.size() + " grid=" + grid + " backend=cpu";
+    return kind.name().toLowerCase(java.util.Locale.ROOT) + " cp=" + grid.size() + " grid=" + grid + " backend="
+        + backend.name().toLowerCase(java.util.Locale.ROOT);
   }
 
   @Override

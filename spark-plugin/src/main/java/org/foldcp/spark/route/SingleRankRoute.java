@@ -7,7 +7,6 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.foldcp.ops.TriMulBackend;
-import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.tiles.PairTiles;
@@ -15,16 +14,20 @@ import org.foldcp.spark.tiles.TileRecord;
 
 /**
  * The cp = 1 route: no barrier, every complex whole in one row, complexes in parallel, one per
- * task at a time. Each task applies the whole layer stack with the pair tensor resident in its
+ * task at a time, on the task's GPU or the CPU ({@link TaskBackends}). Each task applies the whole layer stack with the pair tensor resident in its
  * memory, so rows are decoded and encoded once per stack, not per layer.
  */
 public final class SingleRankRoute implements TileRoute {
   @Override
   public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
     int threads = plan.threadsPerTask;
+    RoutePlan.Backend where = plan.backend;
     return tiles.mapPartitions(it -> {
       List<TileRecord> out = new ArrayList<>();
-      try (TriMulBackend backend = new CpuTriMul(threads)) {
+      if (!it.hasNext()) {
+        return out.iterator(); // an empty partition opens no backend (and no GPU context)
+      }
+      try (TriMulBackend backend = TaskBackends.open(where, threads)) {
         while (it.hasNext()) {
           TileRecord r = it.next();
           PairTiles.requireWholeComplex(r);
@@ -34,6 +37,9 @@ public final class SingleRankRoute implements TileRoute {
           metrics.computeNanos(System.nanoTime() - t0);
           TileRecord o = new TileRecord(r.complexId, r.nTokens, 0, 0, y);
           metrics.tiles(1);
+          if ("gpu".equals(backend.name())) {
+            metrics.gpuTiles(1);
+          }
           metrics.bytesOut(o.pairBytes());
           out.add(o);
         }

@@ -56,13 +56,15 @@ public final class RouteChooser {
     RoutePlan plan;
     switch (conf.route()) {
       case AUTO:
-        if (executorGpus && conf.gpuEnabled()) {
-          LOG.warn("fold-cp: executors have GPUs ({} > 0) but the GPU route needs the native library, which"
-              + " arrives with the GPU work; {} uses the CPU backend", EXECUTOR_GPUS, route);
+        if (cp > 1 && executorGpus && conf.gpuEnabled()) {
+          LOG.warn("fold-cp: executors have GPUs ({} > 0) but context parallelism on GPUs needs the NVSHMEM team,"
+              + " which is not built yet; cp = {} runs on the CPU backend", EXECUTOR_GPUS, cp);
         }
         if (cp == 1) {
           plan = plan(Kind.SINGLE, grid, threads, conf, route + " and " + FoldCpConf.CP.name() + " = 1: each"
-              + " complex runs whole in one task");
+              + " complex runs whole in one task" + (conf.gpuEnabled() ? ", on the task's GPU where it has one"
+              + " (sm_90), else on the CPU" : ", on the CPU (" + FoldCpConf.GPU_ENABLED.name() + " = false)"))
+              .withBackend(conf.gpuEnabled() ? RoutePlan.Backend.AUTO : RoutePlan.Backend.CPU);
         } else if (dynamicAllocation) {
           plan = plan(Kind.SHUFFLE, grid, threads, conf, route + ", cp = " + cp + " and " + DYNAMIC_ALLOCATION
               + " = true: a barrier stage needs all cp tasks at once, which dynamic allocation cannot promise,"
@@ -82,8 +84,15 @@ public final class RouteChooser {
         plan = plan(Kind.SINGLE, grid, threads, conf, route + ": forced, cp = 1");
         break;
       case GPU:
-        throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'gpu'", "the GPU route needs the native library"
-            + " (CUDA kernels for sm_90) and arrives with the GPU work; use route auto or cpu for now");
+        if (cp != 1) {
+          throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'gpu'", "the gpu route runs each complex whole"
+              + " on one GPU and needs " + FoldCpConf.CP.name() + " = 1, but " + FoldCpConf.CP.name() + " = " + cp
+              + "; context parallelism across GPUs (the NVSHMEM team) is not built yet: use route auto, barrier"
+              + " or shuffle, which run cp > 1 on the CPU");
+        }
+        plan = plan(Kind.SINGLE, grid, threads, conf, route + ": forced, cp = 1, every task on its GPU")
+            .withBackend(RoutePlan.Backend.GPU);
+        break;
       case BARRIER:
         if (dynamicAllocation) {
           throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'barrier'", "a barrier stage needs all cp tasks"

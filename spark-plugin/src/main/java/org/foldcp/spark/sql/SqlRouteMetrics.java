@@ -25,6 +25,7 @@ final class SqlRouteMetrics implements RouteMetrics {
   static final String COMPUTE_TIME = "computeTime";
   static final String RESHARD_TIME = "reshardTime";
   static final String RESHARD_BYTES = "reshardBytes";
+  static final String GPU_TILES = "gpuTiles";
 
   private final SQLMetric tiles;
   private final SQLMetric bytesIn;
@@ -32,15 +33,17 @@ final class SqlRouteMetrics implements RouteMetrics {
   private final SQLMetric computeTime;
   private final SQLMetric reshardTime;
   private final SQLMetric reshardBytes;
+  private final SQLMetric gpuTiles;
 
   private SqlRouteMetrics(SQLMetric tiles, SQLMetric bytesIn, SQLMetric bytesOut, SQLMetric computeTime,
-                          SQLMetric reshardTime, SQLMetric reshardBytes) {
+                          SQLMetric reshardTime, SQLMetric reshardBytes, SQLMetric gpuTiles) {
     this.tiles = tiles;
     this.bytesIn = bytesIn;
     this.bytesOut = bytesOut;
     this.computeTime = computeTime;
     this.reshardTime = reshardTime;
     this.reshardBytes = reshardBytes;
+    this.gpuTiles = gpuTiles;
   }
 
   /** Fresh metrics registered with {@code sc}. */
@@ -51,7 +54,8 @@ final class SqlRouteMetrics implements RouteMetrics {
         SQLMetrics.createSizeMetric(sc, "pair bytes out", SQLMetrics.createSizeMetric$default$3()),
         SQLMetrics.createNanoTimingMetric(sc, "TriMul compute time", SQLMetrics.createNanoTimingMetric$default$3()),
         SQLMetrics.createNanoTimingMetric(sc, "reshard time", SQLMetrics.createNanoTimingMetric$default$3()),
-        SQLMetrics.createSizeMetric(sc, "bytes resharded between ranks", SQLMetrics.createSizeMetric$default$3()));
+        SQLMetrics.createSizeMetric(sc, "bytes resharded between ranks", SQLMetrics.createSizeMetric$default$3()),
+        SQLMetrics.createMetric(sc, "tiles computed on a GPU"));
   }
 
   /** The metrics by the names the operator publishes them under. */
@@ -63,6 +67,7 @@ final class SqlRouteMetrics implements RouteMetrics {
     m.put(COMPUTE_TIME, computeTime);
     m.put(RESHARD_TIME, reshardTime);
     m.put(RESHARD_BYTES, reshardBytes);
+    m.put(GPU_TILES, gpuTiles);
     return m;
   }
 
@@ -94,5 +99,10 @@ final class SqlRouteMetrics implements RouteMetrics {
   @Override
   public void reshardBytes(long bytes) {
     reshardBytes.add(bytes);
+  }
+
+  @Override
+  public void gpuTiles(long count) {
+    gpuTiles.add(count);
   }
 }

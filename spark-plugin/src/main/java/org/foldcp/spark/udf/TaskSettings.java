@@ -31,6 +31,11 @@ final class TaskSettings {
     return task == null ? 1 : Math.max(1, task.cpus());
   }
 
+  /** Where rows compute: spark.foldcp.route cpu or gpu forces it, otherwise the task's GPU where usable. */
+  static org.foldcp.spark.route.RoutePlan.Backend backend() {
+    return RowBackends.configured(read(FoldCpConf.ROUTE).label(), read(FoldCpConf.GPU_ENABLED));
+  }
+
   private static <T> T read(ConfKey<T> key) {
     SparkEnv env = SparkEnv.get();
     return env == null ? key.parseDefault() : key.parse(env.conf().get(key.name(), key.defaultValue()));

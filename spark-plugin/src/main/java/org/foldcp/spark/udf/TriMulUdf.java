@@ -2,7 +2,6 @@ package org.foldcp.spark.udf;
 
 import org.apache.spark.sql.api.java.UDF6;
 import org.foldcp.ops.InvalidInputException;
-import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import scala.runtime.AbstractFunction6;
@@ -47,9 +46,8 @@ public final class TriMulUdf extends AbstractFunction6<byte[], Number, Number, b
     InvalidInputException.require(stack.dim() == d, "dim", d,
         "must equal D = " + stack.dim() + " of the layers " + key.layers() + " in " + key.file()
             + " (their norm_in.weight has " + stack.dim() + " values)");
-    try (CpuTriMul cpu = new CpuTriMul(TaskSettings.cpuThreads())) {
-      return PairBytes.encode(cpu.forward(x, stack));
-    }
+    return RowBackends.with(TaskSettings.backend(), TaskSettings.cpuThreads(),
+        backend -> PairBytes.encode(backend.forward(x, stack)));
   }
 
   /** An integral value in [1, 2^31): Spark hands INT as Integer, BIGINT as Long, and so on. */

@@ -100,7 +100,7 @@ class FoldCpTest {
   void explainShowsTheRouteAndTheVerboseFormTheWeights() {
     Dataset<Row> out = FoldCp.apply(SparkTestSession.wholeComplexes(spark), stack);
     String simple = explain(out, "simple");
-    assertTrue(simple.contains("FoldCpTriMul route=single cp=1 grid=1x1 backend=cpu layers=2"), simple);
+    assertTrue(simple.contains("FoldCpTriMul route=single cp=1 grid=1x1 backend=auto layers=2"), simple);
     String extended = explain(out, "extended");
     assertTrue(extended.contains("== Optimized Logical Plan ==\nFoldCpTriMul route=single"), extended);
     String formatted = explain(out, "formatted");

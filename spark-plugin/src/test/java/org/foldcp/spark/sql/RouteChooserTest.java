@@ -71,11 +71,23 @@ class RouteChooserTest {
   }
 
   @Test
-  void gpuRouteIsRefusedUntilTheNativeLibraryArrives() {
+  void gpuRouteRunsEachComplexOnItsTasksGpuAndNeedsCp1() {
+    RoutePlan plan = RouteChooser.choose(conf("spark.foldcp.route", "gpu"));
+    assertEquals(Kind.SINGLE, plan.kind);
+    assertEquals(RoutePlan.Backend.GPU, plan.backend);
+    assertTrue(plan.describe().endsWith("backend=gpu"), plan.describe());
     InvalidInputException e = assertThrows(InvalidInputException.class,
-        () -> RouteChooser.choose(conf("spark.foldcp.route", "gpu")));
+        () -> RouteChooser.choose(conf("spark.foldcp.route", "gpu", "spark.foldcp.cp", "2")));
     assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'gpu': "), e.getMessage());
-    assertTrue(e.getMessage().contains("native library"), e.getMessage());
+    assertTrue(e.getMessage().contains("spark.foldcp.cp = 2") && e.getMessage().contains("NVSHMEM"), e.getMessage());
+  }
+
+  @Test
+  void autoWithCp1UsesTheTasksGpuWhereItHasOneUnlessGpusAreDisabled() {
+    assertEquals(RoutePlan.Backend.AUTO, RouteChooser.choose(conf()).backend);
+    assertEquals(RoutePlan.Backend.CPU, RouteChooser.choose(conf("spark.foldcp.gpu.enabled", "false")).backend);
+    assertEquals(RoutePlan.Backend.CPU, RouteChooser.choose(conf("spark.foldcp.route", "cpu")).backend);
+    assertEquals(RoutePlan.Backend.CPU, RouteChooser.choose(conf("spark.foldcp.cp", "2")).backend);
   }
 
   @Test

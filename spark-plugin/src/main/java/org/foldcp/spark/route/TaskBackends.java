@@ -1,0 +1,81 @@
+package org.foldcp.spark.route;
+
+import org.apache.spark.SparkContext;
+import org.apache.spark.SparkEnv;
+import org.apache.spark.TaskContext;
+import org.apache.spark.resource.ResourceInformation;
+import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.cpu.CpuTriMul;
+import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.spark.plugin.ExecutorState;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The backend a task computes with. The GPU is the one Spark gave the task (its "gpu" resource),
+ * or the one the executor plugin bound; never device 0 by accident: a task with no GPU of its
+ * own runs on the CPU (backend auto) or fails saying how to give it one (backend gpu).
+ */
+public final class TaskBackends {
+  private static final Logger LOG = LoggerFactory.getLogger(TaskBackends.class);
+  static final String GPU_RESOURCE = "gpu";
+
+  private TaskBackends() {}
+
+  /** A new backend for this task; the caller closes it. */
+  public static TriMulBackend open(RoutePlan.Backend backend, int threads) {
+    if (backend == RoutePlan.Backend.CPU) {
+      return new CpuTriMul(threads);
+    }
+    int ordinal = taskGpu();
+    String why = ordinal < 0
+        ? "this task has no GPU: give executors and tasks one (spark.executor.resource.gpu.amount=1,"
+            + " spark.task.resource.gpu.amount=1 and a discovery script; in local mode"
+            + " spark.driver.resource.gpu.amount=1 with spark.driver.resource.gpu.discoveryScript)"
+        : GpuTriMul.availability(ordinal);
+    if (why == null) {
+      return new GpuTriMul(ordinal);
+    }
+    if (backend == RoutePlan.Backend.GPU) {
+      throw new IllegalStateException("fold-cp backend gpu: " + why);
+    }
+    LOG.warn("fold-cp backend auto: computing on the CPU because {}", why);
+    return new CpuTriMul(threads);
+  }
+
+  /**
+   * The GPU ordinal of this task: its Spark resource, else the executor's bound GPU, else in
+   * local mode (where Spark gives tasks and the executor plugin no resources) the GPU given to
+   * the driver with spark.driver.resource.gpu.*, else -1.
+   */
+  static int taskGpu() {
+    TaskContext tc = TaskContext.get();
+    if (tc != null) {
+      int fromTask = ordinal(tc.resources().get(GPU_RESOURCE).getOrElse(() -> null), "this task");
+      if (fromTask >= 0) {
+        return fromTask;
+      }
+    }
+    int bound = ExecutorState.current().filter(ExecutorState::hasDevice).map(ExecutorState::deviceOrdinal).orElse(-1);
+    if (bound >= 0) {
+      return bound;
+    }
+    SparkEnv env = SparkEnv.get();
+    if (env != null && "driver".equals(env.executorId())) {
+      return ordinal(SparkContext.getOrCreate().resources().get(GPU_RESOURCE).getOrElse(() -> null), "the driver");
+    }
+    return -1;
+  }
+
+  private static int ordinal(ResourceInformation gpu, String whose) {
+    if (gpu == null || gpu.addresses().length == 0) {
+      return -1;
+    }
+    try {
+      return Integer.parseInt(gpu.addresses()[0].trim());
+    } catch (NumberFormatException e) {
+      throw new IllegalStateException("GPU address '" + gpu.addresses()[0] + "' of " + whose + " is not a device"
+          + " ordinal; the discovery script must print CUDA device indices", e);
+    }
+  }
+}

@@ -1,0 +1,50 @@
+package org.foldcp.spark.udf;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Function;
+import org.apache.spark.TaskContext;
+import org.foldcp.ops.TriMulBackend;
+import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.TaskBackends;
+
+/**
+ * One backend per task for the rows of foldcp_trimul: a GPU backend costs a context and layer
+ * uploads to open, so the rows of a task share it, and the task's completion closes it. Outside a
+ * task (a direct call) the caller gets a fresh backend to close itself.
+ */
+final class RowBackends {
+  private static final Map<Long, TriMulBackend> BY_TASK = new ConcurrentHashMap<>();
+
+  private RowBackends() {}
+
+  /** Runs {@code work} with this task's backend. */
+  static <T> T with(RoutePlan.Backend where, int threads, Function<TriMulBackend, T> work) {
+    TaskContext task = TaskContext.get();
+    if (task == null) {
+      try (TriMulBackend backend = TaskBackends.open(where, threads)) {
+        return work.apply(backend);
+      }
+    }
+    long attempt = task.taskAttemptId();
+    TriMulBackend backend = BY_TASK.computeIfAbsent(attempt, id -> {
+      TriMulBackend b = TaskBackends.open(where, threads);
+      task.addTaskCompletionListener(done -> {
+        TriMulBackend closing = BY_TASK.remove(id);
+        if (closing != null) {
+          closing.close();
+        }
+      });
+      return b;
+    });
+    return work.apply(backend);
+  }
+
+  /** The backend kind the application's spark.foldcp.* settings ask for (cp = 1: a row is one complex). */
+  static RoutePlan.Backend configured(String route, boolean gpuEnabled) {
+    if ("cpu".equals(route) || !gpuEnabled) {
+      return RoutePlan.Backend.CPU;
+    }
+    return "gpu".equals(route) ? RoutePlan.Backend.GPU : RoutePlan.Backend.AUTO;
+  }
+}
