@@ -23,6 +23,8 @@ final class JobOptions {
   String weights = null;
   List<String> prefixes = new ArrayList<>();
   String output = null;
+  String plots = null; // a folder for PNG plots; implies perLayer
+  boolean perLayer = false;
   boolean help = false;
 
   static final String USAGE = String.join("\n",
@@ -46,6 +48,9 @@ final class JobOptions {
       "  --cp CP             context-parallel ranks per complex (default spark.foldcp.cp, 1)",
       "  --grid AxB          2-D CP grid with A*B = cp, e.g. 2x2 (default 1-D)",
       "  --output FILE.npy   write the output of the first complex (float32)",
+      "  --per-layer         run each layer as its own Spark job: progress and time per layer",
+      "  --plots DIR         write PNG plots of the first complex to DIR: pair-heatmap.png (channels before",
+      "                      and after, the mask) and layer-times.png (per-layer times; implies --per-layer)",
       "  --help              this text");
 
   static JobOptions parse(String[] args) {
@@ -54,6 +59,10 @@ final class JobOptions {
       String a = args[q];
       if (a.equals("--help") || a.equals("-h")) {
         o.help = true;
+        continue;
+      }
+      if (a.equals("--per-layer")) {
+        o.perLayer = true;
         continue;
       }
       if (q + 1 >= args.length) {
@@ -74,6 +83,7 @@ final class JobOptions {
         case "--weights": o.weights = v; break;
         case "--prefix": o.prefixes.add(v); break;
         case "--output": o.output = v; break;
+        case "--plots": o.plots = v; o.perLayer = true; break;
         case "--route": o.route = v; break;
         case "--cp": o.cp = positive(a, v); break;
         case "--grid": o.grid = v; break;

@@ -10,9 +10,12 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.functions;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec;
 import org.apache.spark.sql.execution.metric.SQLMetric;
+import org.foldcp.examples.plots.Charts;
+import org.foldcp.examples.plots.PairHeatmaps;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.io.SafeTensors;
@@ -75,6 +78,7 @@ public final class TriMulJob {
     conf.setIfMissing("spark.serializer", "org.apache.spark.serializer.KryoSerializer");
     conf.setIfMissing("spark.kryo.registrator", "org.foldcp.spark.plugin.FoldCpKryoRegistrator");
     conf.setIfMissing("spark.ui.enabled", "false");
+    localGpu(conf);
     if (o.route != null) {
       conf.set("spark.foldcp.route", o.route);
     }
@@ -90,8 +94,34 @@ public final class TriMulJob {
     return conf;
   }
 
+  /**
+   * Local mode on a machine with a usable GPU: give it to the driver (Spark hands local tasks no
+   * resources of their own), so that the cp = 1 route computes on it. Found by the discovery
+   * script, which honours CUDA_VISIBLE_DEVICES; never device 0 by assumption.
+   */
+  static void localGpu(SparkConf conf) {
+    Path script = Path.of("conf", "getGpusResources.sh").toAbsolutePath();
+    if (conf.get("spark.master", "").startsWith("local") && !conf.contains("spark.driver.resource.gpu.amount")
+        && conf.getBoolean("spark.foldcp.gpu.enabled", true) && java.nio.file.Files.isExecutable(script)
+        && org.foldcp.ops.gpu.GpuTriMul.availability() == null) {
+      conf.set("spark.driver.resource.gpu.amount", "1");
+      conf.set("spark.driver.resource.gpu.discoveryScript", script.toString());
+    }
+  }
+
   static void run(SparkSession spark, JobOptions o) {
+    int layerCount = o.weights == null ? o.layers : o.prefixes.size();
+    int steps = o.perLayer ? 3 + layerCount + (o.plots != null ? 1 : 0) : 3;
+    String summary = (o.input != null ? o.input : o.complexes + " synthetic complexes (N=" + o.n + ", D=" + o.dim + ")")
+        + ", " + layerCount + " layers" + (o.perLayer ? ", one Spark job per layer" : "");
+    try (JobProgress progress = JobProgress.start(spark, summary, steps)) {
+      run(spark, o, progress);
+    }
+  }
+
+  private static void run(SparkSession spark, JobOptions o, JobProgress progress) {
     long t0 = System.nanoTime();
+    progress.begin("prepare", "inputs and layer weights");
     Dataset<Row> tiles;
     int d;
     int n;
@@ -112,11 +142,52 @@ public final class TriMulJob {
       firstId = "synthetic-0";
     }
     LayerStack stack = loadStack(o, d);
+    progress.end();
     long t1 = System.nanoTime();
-    Dataset<Row> out = FoldCp.apply(tiles, stack, FoldCpOptions.fromConf());
-    List<Row> rows = out.collectAsList();
+    FoldCpOptions options = FoldCpOptions.fromConf();
+    Dataset<Row> out;
+    List<Row> rows;
+    List<TriMulExec> layerExecs = new ArrayList<>();
+    double[] layerMs = new double[stack.size()];
+    PairTensor firstInput = null;
+    if (!o.perLayer) {
+      out = FoldCp.apply(tiles, stack, options);
+      progress.begin("forward", stack.size() + " layers (" + describe(stack) + ") on " + count + " complexes"
+          + routeOf(out));
+      rows = out.collectAsList();
+      progress.end();
+    } else {
+      // One Spark job per layer, each layer's output checkpointed on the executors: the UI, the log
+      // and the bar show each layer, and each layer gets its own time.
+      progress.begin("inputs", count + " complexes" + (o.input == null ? ", generated on the executors" : ""));
+      tiles = tiles.localCheckpoint(true);
+      if (o.plots != null) {
+        firstInput = FoldCp.assemble(tiles.filter(functions.col(FoldCp.COMPLEX_ID).equalTo(firstId)).collectAsList(), firstId);
+      }
+      progress.end();
+      Dataset<Row> cur = tiles;
+      out = null;
+      rows = null;
+      for (int l = 0; l < stack.size(); l++) {
+        Dataset<Row> applied = FoldCp.apply(cur, LayerStack.of(stack.get(l)), options);
+        progress.begin("layer " + (l + 1) + "/" + stack.size() + " " + stack.get(l).direction().label(),
+            count + " complexes" + routeOf(applied));
+        if (l == stack.size() - 1) {
+          rows = applied.collectAsList();
+        } else {
+          cur = applied.localCheckpoint(true);
+        }
+        layerMs[l] = progress.end();
+        out = applied;
+        TriMulExec e = findTriMul(applied.queryExecution().executedPlan());
+        if (e != null) {
+          layerExecs.add(e);
+        }
+      }
+    }
     long t2 = System.nanoTime();
 
+    progress.begin("checksum", o.output == null ? "of every output value" : "and write " + o.output);
     double checksum = 0;
     double absSum = 0;
     java.util.Set<String> complexes = new java.util.TreeSet<>();
@@ -132,25 +203,98 @@ public final class TriMulJob {
     if (o.output != null) {
       Npy.writePair(Path.of(o.output), FoldCp.assemble(rows, firstId));
     }
+    progress.end();
     long t3 = System.nanoTime();
 
     TriMulExec exec = findTriMul(out.queryExecution().executedPlan());
+    List<TriMulExec> execs = o.perLayer ? layerExecs : exec == null ? List.of() : List.of(exec);
+    List<String> plotFiles = new ArrayList<>();
+    if (o.plots != null) {
+      progress.begin("plots", "PNGs of " + firstId + " to " + o.plots);
+      plotFiles = writePlots(Path.of(o.plots), firstId, firstInput, FoldCp.assemble(rows, firstId), stack,
+          layerMs, layerExecs, exec == null ? "?" : exec.plan().toString(), count);
+      progress.end();
+    }
+    progress.finish();
     System.out.println("fold-cp TriMul job");
     System.out.println("  route       " + (exec == null ? "?" : exec.plan().toString()));
     System.out.printf(Locale.ROOT, "  complexes   %d x (N=%d, D=%d), layers %d: %s; master %s%n", count, n, d,
         stack.size(), describe(stack), spark.sparkContext().master());
     System.out.printf(Locale.ROOT, "  stage ms    prepare %.0f | forward incl. data generation (Spark job) %.0f"
         + " | checksum+write %.0f%n", ms(t0, t1), ms(t1, t2), ms(t2, t3));
-    if (exec != null) {
-      scala.collection.Map<String, SQLMetric> m = exec.metrics();
+    if (o.perLayer) {
+      StringBuilder sb = new StringBuilder();
+      for (int l = 0; l < stack.size(); l++) {
+        sb.append(l == 0 ? "" : " | ").append(String.format(Locale.ROOT, "%d %s %.0f", l + 1,
+            stack.get(l).direction().label(), layerMs[l]));
+      }
+      System.out.println("  layer ms    " + sb + " (one Spark job each)");
+    }
+    if (!execs.isEmpty()) {
       System.out.printf(Locale.ROOT, "  metrics     tiles %d | bytes in %d | bytes out %d | compute ms %.1f | reshard ms %.1f%n",
-          value(m, "numTiles"), value(m, "bytesIn"), value(m, "bytesOut"),
-          value(m, "computeTime") / 1e6, value(m, "reshardTime") / 1e6);
+          sum(execs, "numTiles"), sum(execs, "bytesIn"), sum(execs, "bytesOut"),
+          sum(execs, "computeTime") / 1e6, sum(execs, "reshardTime") / 1e6);
+      long gpu = sum(execs, "gpuTiles");
+      long all = sum(execs, "numTiles");
+      System.out.printf(Locale.ROOT, "  ran on      %s (%d of %d tile forwards on a GPU)%n",
+          gpu == 0 ? "cpu" : gpu == all ? "gpu" : "gpu and cpu", gpu, all);
     }
     System.out.printf(Locale.ROOT, "  checksum    sum %.6e  sum|.| %.6e%n", checksum, absSum);
     if (o.output != null) {
       System.out.println("  output      " + o.output + " (" + firstId + ")");
     }
+    if (!plotFiles.isEmpty()) {
+      System.out.println("  plots       " + String.join(", ", plotFiles));
+    }
+  }
+
+  /** The route the planner picked for {@code applied}, as ", route ...", or "" when it cannot tell yet. */
+  private static String routeOf(Dataset<Row> applied) {
+    try {
+      TriMulExec e = findTriMul(applied.queryExecution().executedPlan());
+      if (e == null) {
+        return "";
+      }
+      String route = e.plan().toString();
+      int why = route.indexOf(" (");
+      return ", route " + (why > 0 ? route.substring(0, why) : route);
+    } catch (RuntimeException ex) {
+      return "";
+    }
+  }
+
+  /** pair-heatmap.png and layer-times.png of the first complex; returns their paths. */
+  static List<String> writePlots(Path dir, String id, PairTensor before, PairTensor after, LayerStack stack,
+      double[] layerMs, List<TriMulExec> layerExecs, String route, int complexes) {
+    int d = after.dim();
+    int[] channels = d >= 3 ? new int[] {0, d / 2, d - 1} : d == 2 ? new int[] {0, 1} : new int[] {0};
+    Path heat = Charts.writePng(PairHeatmaps.beforeAfter(before, after, 0, channels,
+        String.format(Locale.ROOT, "fold-cp: pair channels of %s before and after %d TriMul layers (N=%d, D=%d)",
+            id, stack.size(), after.rows(), d)), dir.resolve("pair-heatmap.png"));
+    List<String> labels = new ArrayList<>();
+    double[] compute = new double[stack.size()];
+    java.util.Arrays.fill(compute, Double.NaN);
+    for (int l = 0; l < stack.size(); l++) {
+      labels.add((l + 1) + " " + stack.get(l).direction().label());
+      if (l < layerExecs.size()) {
+        compute[l] = value(layerExecs.get(l).metrics(), "computeTime") / 1e6;
+      }
+    }
+    int why = route.indexOf(" (");
+    Path times = Charts.writePng(Charts.layerTimes("fold-cp: time per TriMul layer",
+        "route " + (why > 0 ? route.substring(0, why) : route) + "; " + complexes + (complexes == 1 ? " complex" : " complexes")
+            + " of N=" + after.rows() + ", D=" + d + " per layer", labels,
+        List.of("Spark job wall time", "TriMul compute (SQL metric, summed over tasks)"),
+        new double[][] {layerMs, compute}), dir.resolve("layer-times.png"));
+    return List.of(heat.toString(), times.toString());
+  }
+
+  private static long sum(List<TriMulExec> execs, String name) {
+    long s = 0;
+    for (TriMulExec e : execs) {
+      s += value(e.metrics(), name);
+    }
+    return s;
   }
 
   /** Synthetic complexes are made where they are used, on the executors, from their seeds. */

@@ -1,0 +1,1 @@
+java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.INFO);
