@@ -23,6 +23,7 @@ final class JobOptions {
   String weights = null;
   List<String> prefixes = new ArrayList<>();
   String output = null;
+  boolean sql = false;
   String plots = null; // a folder for PNG plots; implies perLayer
   boolean perLayer = false;
   boolean help = false;
@@ -48,6 +49,7 @@ final class JobOptions {
       "  --cp CP             context-parallel ranks per complex (default spark.foldcp.cp, 1)",
       "  --grid AxB          2-D CP grid with A*B = cp, e.g. 2x2 (default 1-D)",
       "  --output FILE.npy   write the output of the first complex (float32)",
+      "  --sql               also run the stack through the SQL function foldcp_trimul and compare",
       "  --per-layer         run each layer as its own Spark job: progress and time per layer",
       "  --plots DIR         write PNG plots of the first complex to DIR: pair-heatmap.png (channels before",
       "                      and after, the mask) and layer-times.png (per-layer times; implies --per-layer)",
@@ -57,6 +59,10 @@ final class JobOptions {
     JobOptions o = new JobOptions();
     for (int q = 0; q < args.length; q++) {
       String a = args[q];
+      if (a.equals("--sql")) {
+        o.sql = true;
+        continue;
+      }
       if (a.equals("--help") || a.equals("-h")) {
         o.help = true;
         continue;

@@ -240,6 +240,9 @@ public final class TriMulJob {
           gpu == 0 ? "cpu" : gpu == all ? "gpu" : "gpu and cpu", gpu, all);
     }
     System.out.printf(Locale.ROOT, "  checksum    sum %.6e  sum|.| %.6e%n", checksum, absSum);
+    if (o.sql) {
+      System.out.println("  sql         " + SqlCheck.compare(spark, tiles, stack, rows));
+    }
     if (o.output != null) {
       System.out.println("  output      " + o.output + " (" + firstId + ")");
     }

@@ -71,6 +71,12 @@ class TriMulJobTest {
   }
 
   @Test
+  void sqlFunctionOnTheSameRowsEqualsTheRoute() {
+    String out = run("--n", "20", "--dim", "8", "--complexes", "2", "--master", "local[2]", "--cp", "2", "--sql");
+    assertTrue(out.contains("foldcp_trimul on 2 complexes: 2 bit-identical to the route's output"), out);
+  }
+
+  @Test
   void helpPrintsUsage() {
     String out = run("--help");
     assertTrue(out.contains("--cp CP") && out.contains("--route R") && out.contains("--weights FILE"), out);

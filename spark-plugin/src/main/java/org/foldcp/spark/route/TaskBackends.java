@@ -34,7 +34,9 @@ public final class TaskBackends {
             + " spark.driver.resource.gpu.amount=1 with spark.driver.resource.gpu.discoveryScript)"
         : GpuTriMul.availability(ordinal);
     if (why == null) {
-      return new GpuTriMul(ordinal);
+      GpuTriMul gpu = new GpuTriMul(ordinal);
+      LOG.info("fold-cp task backend: gpu (device {})", ordinal);
+      return gpu;
     }
     if (backend == RoutePlan.Backend.GPU) {
       throw new IllegalStateException("fold-cp backend gpu: " + why);
