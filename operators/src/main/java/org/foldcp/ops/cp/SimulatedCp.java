@@ -8,6 +8,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.tensor.PairTensor;
@@ -48,10 +49,7 @@ public final class SimulatedCp implements AutoCloseable {
    */
   public PairTensor forward(PairTensor x, List<LayerStack> perRank) {
     checkSameWeights(perRank, grid);
-    InvalidInputException.require(x.isSquare(), "pair tensor shape", x.shapeString(),
-        "a pair tensor must be (B, N, N, D) with equal row and column counts");
-    InvalidInputException.require(x.dim() == perRank.get(0).dim(), "D of the pair tensor", x.dim(),
-        "must equal the layer's D = " + perRank.get(0).dim());
+    CpuTriMul.validate(x, perRank.get(0).dim());
     ShardLayout layout = new ShardLayout(grid, x.n(), x.dim());
     PairTensor[] tiles = Sharding.shard(x, layout);
     LocalExchange exchange = new LocalExchange(grid.size(), EXCHANGE_TIMEOUT_MS);

@@ -41,10 +41,15 @@ public final class CpuTriMul implements TriMulBackend {
 
   /** Checks that x can go through {@code layer}; the message names the value and the rule. */
   public static void validate(PairTensor x, TriMulLayer layer) {
+    validate(x, layer.dim());
+  }
+
+  /** Checks that x is a square pair tensor of the layers' D; shared by every backend and the CP routes. */
+  public static void validate(PairTensor x, int layerDim) {
     InvalidInputException.require(x.isSquare(), "pair tensor shape", x.shapeString(),
         "a pair tensor must be (B, N, N, D) with equal row and column counts");
-    InvalidInputException.require(x.dim() == layer.dim(), "D of the pair tensor", x.dim(),
-        "must equal the layer's D = " + layer.dim() + " (norm_in.weight has " + layer.dim() + " values)");
+    InvalidInputException.require(x.dim() == layerDim, "D of the pair tensor", x.dim(),
+        "must equal the layer's D = " + layerDim + " (norm_in.weight has " + layerDim + " values)");
   }
 
   @Override
