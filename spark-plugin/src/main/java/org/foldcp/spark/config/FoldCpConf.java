@@ -14,6 +14,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 import org.apache.spark.SparkConf;
+import org.apache.spark.SparkEnv;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import scala.Tuple2;
@@ -84,6 +85,13 @@ public final class FoldCpConf implements Serializable {
           + " (and makes route gpu an error).",
       ValueParsers.bool());
 
+  public static final ConfKey<Integer> GPU_CONCURRENT_TASKS = new ConfKey<>(PREFIX + "gpu.concurrentTasks",
+      "an integer >= 1", "1",
+      "Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context,"
+          + " stream, pinned staging and layer cache, and further tasks wait (fair, in arrival order)"
+          + " holding nothing on the device.",
+      ValueParsers.intAtLeast(1));
+
   public static final ConfKey<OptionalLong> SYMMETRIC_HEAP_SIZE = new ConfKey<>(PREFIX + "nvshmem.symmetricHeapSize",
       "auto or a byte count >= 1 with an optional suffix k, m, g, t (powers of 1024), e.g. 8g", "auto",
       "NVSHMEM symmetric heap per GPU; auto lets fold-cp size it from the tiles it runs.",
@@ -96,7 +104,7 @@ public final class FoldCpConf implements Serializable {
 
   /** Every key, in the order of the README table and of {@link #asMap()}. */
   public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
-      CONNECT_TIMEOUT_MS, GPU_ENABLED, SYMMETRIC_HEAP_SIZE, WEIGHTS_CACHE_ENTRIES);
+      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, SYMMETRIC_HEAP_SIZE, WEIGHTS_CACHE_ENTRIES);
 
   private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
       .collect(Collectors.toUnmodifiableMap(ConfKey::name, k -> k));
@@ -110,6 +118,7 @@ public final class FoldCpConf implements Serializable {
   private final int barrierTimeoutSeconds;
   private final int connectTimeoutMs;
   private final boolean gpuEnabled;
+  private final int gpuConcurrentTasks;
   private final long symmetricHeapBytes; // -1 = auto (OptionalLong is not Serializable)
   private final int weightsCacheEntries;
 
@@ -128,6 +137,7 @@ public final class FoldCpConf implements Serializable {
     this.barrierTimeoutSeconds = BARRIER_TIMEOUT_SECONDS.parse(all.get(BARRIER_TIMEOUT_SECONDS.name()));
     this.connectTimeoutMs = CONNECT_TIMEOUT_MS.parse(all.get(CONNECT_TIMEOUT_MS.name()));
     this.gpuEnabled = GPU_ENABLED.parse(all.get(GPU_ENABLED.name()));
+    this.gpuConcurrentTasks = GPU_CONCURRENT_TASKS.parse(all.get(GPU_CONCURRENT_TASKS.name()));
     this.symmetricHeapBytes = SYMMETRIC_HEAP_SIZE.parse(all.get(SYMMETRIC_HEAP_SIZE.name())).orElse(-1L);
     this.weightsCacheEntries = WEIGHTS_CACHE_ENTRIES.parse(all.get(WEIGHTS_CACHE_ENTRIES.name()));
 
@@ -228,6 +238,9 @@ public final class FoldCpConf implements Serializable {
 
   public boolean gpuEnabled() { return gpuEnabled; }
 
+  /** Permits of an executor's GPU: how many of its tasks may hold it at once. */
+  public int gpuConcurrentTasks() { return gpuConcurrentTasks; }
+
   /** The NVSHMEM symmetric heap size in bytes, or empty for auto. */
   public OptionalLong symmetricHeapBytes() {
     return symmetricHeapBytes < 0 ? OptionalLong.empty() : OptionalLong.of(symmetricHeapBytes);
@@ -267,6 +280,16 @@ public final class FoldCpConf implements Serializable {
   @Override
   public String toString() {
     return "FoldCpConf(" + describe() + ")";
+  }
+
+  /**
+   * One key as this JVM's SparkConf has it, default outside Spark, without validating the other
+   * keys: for code on executors that must also run where the fold-cp plugin (and so the validated
+   * {@code ExecutorState} conf) is not loaded.
+   */
+  public static <T> T readFromSparkEnv(ConfKey<T> key) {
+    SparkEnv env = SparkEnv.get();
+    return env == null ? key.parseDefault() : key.parse(env.conf().get(key.name(), key.defaultValue()));
   }
 
   /** The keys as a Markdown table (key | default | meaning), as README.md shows it. */

@@ -3,13 +3,17 @@ package org.foldcp.spark.plugin;
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.gpu.ExecutorGpu;
+import org.foldcp.spark.gpu.GpuOwners;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * What the fold-cp executor plugin bound in this executor JVM: the validated configuration the
- * driver handed over and the CUDA device this executor owns. Tasks read it through {@link
- * #current()} or {@link #require()}; the plugin closes it at executor shutdown, which clears it.
+ * driver handed over, the CUDA device this executor owns, and that device's GPU state ({@link
+ * #gpu}), which tasks borrow instead of opening their own. Tasks read it through {@link
+ * #current()} or {@link #require()}; the plugin closes it at executor shutdown, which clears it
+ * and closes the GPU state.
  *
  * <p>One per JVM, because an executor JVM runs one executor (in local mode, the driver's).
  */
@@ -21,12 +25,14 @@ public final class ExecutorState implements AutoCloseable {
   private final FoldCpConf conf;
   private final int deviceOrdinal;
   private final int taskCpus;
+  private final GpuOwners gpus;
 
-  private ExecutorState(String executorId, FoldCpConf conf, int deviceOrdinal, int taskCpus) {
+  private ExecutorState(String executorId, FoldCpConf conf, int deviceOrdinal, int taskCpus, GpuOwners gpus) {
     this.executorId = executorId;
     this.conf = conf;
     this.deviceOrdinal = deviceOrdinal;
     this.taskCpus = taskCpus;
+    this.gpus = gpus;
   }
 
   /**
@@ -35,12 +41,37 @@ public final class ExecutorState implements AutoCloseable {
    * the new executor is the one tasks will run in.
    */
   static ExecutorState bind(String executorId, FoldCpConf conf, int deviceOrdinal, int taskCpus) {
-    ExecutorState state = new ExecutorState(executorId, conf, deviceOrdinal, taskCpus);
+    return bind(executorId, conf, deviceOrdinal, taskCpus, gpusOf(executorId));
+  }
+
+  /**
+   * As above, with the GPU state {@code gpus} (tests pass fake backends). GPU state that this JVM
+   * opened without the plugin (an earlier plain Spark session, whose tasks are over, since a JVM
+   * runs one SparkContext at a time) is closed too: from now on this executor owns the devices.
+   */
+  static ExecutorState bind(String executorId, FoldCpConf conf, int deviceOrdinal, int taskCpus, GpuOwners gpus) {
+    ExecutorState state = new ExecutorState(executorId, conf, deviceOrdinal, taskCpus, gpus);
     ExecutorState stale = CURRENT.getAndSet(state);
     if (stale != null) {
       LOG.warn("replacing fold-cp state of executor {} that was never shut down", stale.executorId);
+      closeQuietly(stale, "the GPU state of executor " + stale.executorId);
     }
+    closeQuietly(GpuOwners.processWide()::closeDevices, "the GPU state this JVM opened without the plugin");
     return state;
+  }
+
+  /** The GPU state of a starting executor: empty until a task borrows a device. */
+  static GpuOwners gpusOf(String executorId) {
+    return new GpuOwners("executor " + executorId);
+  }
+
+  /** Left-over GPU state must not keep the new executor from starting; its failure is only logged. */
+  private static void closeQuietly(AutoCloseable leftOver, String what) {
+    try {
+      leftOver.close();
+    } catch (Exception e) {
+      LOG.warn("closing {} failed: {}", what, e.toString());
+    }
   }
 
   /** The state of this JVM's executor, if the fold-cp plugin is loaded and the executor is running. */
@@ -65,20 +96,36 @@ public final class ExecutorState implements AutoCloseable {
 
   public boolean hasDevice() { return deviceOrdinal >= 0; }
 
+  /**
+   * This executor's GPU on {@code ordinal} (its bound device; in local mode, where the executor
+   * plugin gets no resources, the driver's), made at the first call and opened at the first
+   * borrow, lent to {@link FoldCpConf#gpuConcurrentTasks()} tasks at a time.
+   *
+   * @throws IllegalStateException after the executor shut down
+   */
+  public ExecutorGpu gpu(int ordinal) {
+    return gpus.device(ordinal, conf.gpuConcurrentTasks());
+  }
+
   /** Threads a task of this executor uses on the CPU backend (spark.foldcp.cpu.threads resolved). */
   public int cpuThreadsPerTask() {
     return conf.cpuThreadsPerTask(taskCpus);
   }
 
-  /** Unpublishes this state; a newer one bound meanwhile stays. */
+  /**
+   * Unpublishes this state (a newer one bound meanwhile stays), then closes its GPU state, in the
+   * order GpuTriMul closes it: layers, buffers, staging, stream, context. Later borrows fail with
+   * a message; a second close does nothing.
+   */
   @Override
   public void close() {
     CURRENT.compareAndSet(this, null);
+    gpus.close();
   }
 
   @Override
   public String toString() {
-    return "ExecutorState(executor " + executorId + ", " + (hasDevice() ? "GPU " + deviceOrdinal : "no GPU")
-        + ", " + cpuThreadsPerTask() + " CPU threads per task)";
+    String gpu = hasDevice() ? "GPU " + deviceOrdinal + " " + ExecutorGpu.lending(conf.gpuConcurrentTasks()) : "no GPU";
+    return "ExecutorState(executor " + executorId + ", " + gpu + ", " + cpuThreadsPerTask() + " CPU threads per task)";
   }
 }

@@ -7,6 +7,10 @@ import org.apache.spark.resource.ResourceInformation;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.gpu.BorrowedGpu;
+import org.foldcp.spark.gpu.ExecutorGpu;
+import org.foldcp.spark.gpu.GpuOwners;
 import org.foldcp.spark.plugin.ExecutorState;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -15,6 +19,10 @@ import org.slf4j.LoggerFactory;
  * The backend a task computes with. The GPU is the one Spark gave the task (its "gpu" resource),
  * or the one the executor plugin bound; never device 0 by accident: a task with no GPU of its
  * own runs on the CPU (backend auto) or fails saying how to give it one (backend gpu).
+ *
+ * <p>A task does not open the GPU: it borrows its executor's ({@link ExecutorGpu}: one context,
+ * stream, pinned staging and layer cache per executor process and device), waiting for a permit
+ * when spark.foldcp.gpu.concurrentTasks tasks hold it already.
  */
 public final class TaskBackends {
   private static final Logger LOG = LoggerFactory.getLogger(TaskBackends.class);
@@ -22,7 +30,10 @@ public final class TaskBackends {
 
   private TaskBackends() {}
 
-  /** A new backend for this task; the caller closes it. */
+  /**
+   * A backend for this task; the caller closes it. For the GPU, closing gives the borrow back
+   * (so does the task's end), and the executor keeps the device open for its next task.
+   */
   public static TriMulBackend open(RoutePlan.Backend backend, int threads) {
     if (backend == RoutePlan.Backend.CPU) {
       return new CpuTriMul(threads);
@@ -34,8 +45,9 @@ public final class TaskBackends {
             + " spark.driver.resource.gpu.amount=1 with spark.driver.resource.gpu.discoveryScript)"
         : GpuTriMul.availability(ordinal);
     if (why == null) {
-      GpuTriMul gpu = new GpuTriMul(ordinal);
-      LOG.info("fold-cp task backend: gpu (device {})", ordinal);
+      BorrowedGpu gpu = executorGpu(ordinal).borrow();
+      LOG.info("fold-cp task backend: gpu (device {}, borrowed from the executor after {} ms waiting; {})", ordinal,
+          gpu.waitedMillis(), ExecutorGpu.lending(gpu.owner().permits()));
       return gpu;
     }
     if (backend == RoutePlan.Backend.GPU) {
@@ -43,6 +55,16 @@ public final class TaskBackends {
     }
     LOG.warn("fold-cp backend auto: computing on the CPU because {}", why);
     return new CpuTriMul(threads);
+  }
+
+  /**
+   * The executor's GPU on {@code ordinal}: the fold-cp executor state holds it; without the plugin
+   * (plain local-mode Spark) this JVM does, so a device is still opened once per process.
+   */
+  static ExecutorGpu executorGpu(int ordinal) {
+    return ExecutorState.current().map(state -> state.gpu(ordinal))
+        .orElseGet(() -> GpuOwners.processWide().device(ordinal,
+            FoldCpConf.readFromSparkEnv(FoldCpConf.GPU_CONCURRENT_TASKS)));
   }
 
   /**

@@ -9,9 +9,10 @@ import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.TaskBackends;
 
 /**
- * One backend per task for the rows of foldcp_trimul: a GPU backend costs a context and layer
- * uploads to open, so the rows of a task share it, and the task's completion closes it. Outside a
- * task (a direct call) the caller gets a fresh backend to close itself.
+ * One backend per task for the rows of foldcp_trimul: on the GPU it is a borrow of the
+ * executor's GPU (which holds a permit), so the rows of a task share one borrow and the task's
+ * completion gives it back; on the CPU, one CpuTriMul per task. Outside a task (a direct call)
+ * the caller gets a backend of its own to close itself.
  */
 final class RowBackends {
   private static final Map<Long, TriMulBackend> BY_TASK = new ConcurrentHashMap<>();

@@ -1,6 +1,5 @@
 package org.foldcp.spark.udf;
 
-import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.foldcp.spark.config.ConfKey;
 import org.foldcp.spark.config.FoldCpConf;
@@ -37,7 +36,6 @@ final class TaskSettings {
   }
 
   private static <T> T read(ConfKey<T> key) {
-    SparkEnv env = SparkEnv.get();
-    return env == null ? key.parseDefault() : key.parse(env.conf().get(key.name(), key.defaultValue()));
+    return FoldCpConf.readFromSparkEnv(key);
   }
 }

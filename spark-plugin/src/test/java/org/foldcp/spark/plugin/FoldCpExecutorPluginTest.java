@@ -10,6 +10,9 @@ import java.util.Map;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.gpu.ExecutorGpu;
+import org.foldcp.spark.gpu.FakeGpus;
+import org.foldcp.spark.gpu.GpuOwners;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -102,5 +105,42 @@ class FoldCpExecutorPluginTest {
     assertSame(newer, ExecutorState.require());
     newer.close();
     assertFalse(ExecutorState.current().isPresent());
+  }
+
+  @Test
+  void tasksBorrowOneGpuThatShutdownClosesOnce() {
+    FakeGpus gpus = new FakeGpus();
+    FoldCpExecutorPlugin plugin = new FoldCpExecutorPlugin(id -> FakeGpus.owners("executor " + id, gpus));
+    Map<String, String> settings = FoldCpConf.from(Map.of("spark.foldcp.gpu.concurrentTasks", "2")).asMap();
+    plugin.init(FakePluginContext.withGpus("7", 1, "3"), settings);
+    ExecutorState state = ExecutorState.require();
+    assertEquals("ExecutorState(executor 7, GPU 3 lent to 2 tasks at a time, 1 CPU threads per task)", state.toString());
+    ExecutorGpu gpu = state.gpu(3);
+    assertSame(gpu, state.gpu(3));
+    assertEquals(2, gpu.permits());
+    assertEquals(0, gpus.made().size(), "the GPU opens at the first borrow, not at executor start");
+    gpu.borrow().close();
+    gpu.borrow().close();
+    assertEquals(1, gpus.made().size());
+    assertEquals(0, gpus.made().get(0).closes(), "tasks give their borrow back; the executor keeps the GPU");
+
+    plugin.shutdown();
+    plugin.shutdown();
+    state.close();
+    assertEquals(1, gpus.made().get(0).closes(), "closed once, at executor shutdown");
+    IllegalStateException e = assertThrows(IllegalStateException.class, () -> state.gpu(3));
+    assertTrue(e.getMessage().startsWith("the GPUs of executor 7 are closed"), e.getMessage());
+    e = assertThrows(IllegalStateException.class, gpu::borrow);
+    assertTrue(e.getMessage().startsWith("GPU 3 of this executor is closed"), e.getMessage());
+  }
+
+  @Test
+  void replacingAStaleStateClosesItsGpu() {
+    FakeGpus gpus = new FakeGpus();
+    GpuOwners staleGpus = FakeGpus.owners("executor a", gpus);
+    ExecutorState.bind("a", FoldCpConf.defaults(), 0, 1, staleGpus).gpu(0).borrow().close();
+    ExecutorState.bind("b", FoldCpConf.defaults(), 0, 1, FakeGpus.owners("executor b", gpus));
+    assertEquals(1, gpus.made().get(0).closes());
+    assertThrows(IllegalStateException.class, () -> staleGpus.device(0, 1));
   }
 }

@@ -1,11 +1,15 @@
 package org.foldcp.spark.route;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.spark.gpu.ExecutorGpu;
+import org.foldcp.spark.gpu.GpuOwners;
+import org.foldcp.spark.plugin.ExecutorState;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
@@ -29,5 +33,18 @@ class TaskBackendsTest {
         () -> TaskBackends.open(RoutePlan.Backend.GPU, 1));
     assertTrue(e.getMessage().contains("backend gpu") && e.getMessage().contains("spark.task.resource.gpu.amount"),
         e.getMessage());
+  }
+
+  @Test
+  void withoutThePluginTheJvmOwnsOneGpuPerDevice() {
+    Assumptions.assumeTrue(ExecutorState.current().isEmpty(), "no fold-cp executor runs in this JVM");
+    try {
+      ExecutorGpu gpu = TaskBackends.executorGpu(2);
+      assertSame(gpu, TaskBackends.executorGpu(2), "every task of this JVM borrows the same device state");
+      assertSame(gpu, GpuOwners.processWide().device(2, 1));
+      assertEquals(1, gpu.permits(), "spark.foldcp.gpu.concurrentTasks defaults to 1");
+    } finally {
+      GpuOwners.processWide().closeDevices(); // nothing was opened: no task borrowed it
+    }
   }
 }

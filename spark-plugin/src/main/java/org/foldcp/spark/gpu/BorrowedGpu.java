@@ -1,0 +1,77 @@
+package org.foldcp.spark.gpu;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.PairTensor;
+
+/**
+ * A task's view of its executor's GPU backend. Closing it gives the task's permit back (see
+ * {@link TaskLease}) and leaves the GPU state open: the executor keeps its context, stream,
+ * staging buffers and cached layers for the next task, and closes them at shutdown.
+ */
+public final class BorrowedGpu implements TriMulBackend {
+  private final ExecutorGpu owner;
+  private final TriMulBackend backend;
+  private final TaskLease lease;
+  private final long waitedNanos;
+  private final AtomicBoolean closed = new AtomicBoolean();
+
+  BorrowedGpu(ExecutorGpu owner, TriMulBackend backend, TaskLease lease, long waitedNanos) {
+    this.owner = owner;
+    this.backend = backend;
+    this.lease = lease;
+    this.waitedNanos = waitedNanos;
+  }
+
+  /** The executor GPU this view was borrowed from. */
+  public ExecutorGpu owner() {
+    return owner;
+  }
+
+  /** How long the borrow waited for a permit (0 when the task already held one). */
+  public long waitedMillis() {
+    return TimeUnit.NANOSECONDS.toMillis(waitedNanos);
+  }
+
+  @Override
+  public String name() {
+    return backend.name();
+  }
+
+  @Override
+  public PairTensor forward(PairTensor x, TriMulLayer layer) {
+    requireLent();
+    return backend.forward(x, layer);
+  }
+
+  /** The whole stack in one call, so that the GPU backend keeps the tensor resident across layers. */
+  @Override
+  public PairTensor forward(PairTensor x, LayerStack stack) {
+    requireLent();
+    return backend.forward(x, stack);
+  }
+
+  /** Gives the permit back (once); the GPU state stays with the executor. */
+  @Override
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      lease.leave();
+    }
+  }
+
+  private void requireLent() {
+    if (closed.get() || lease.returned()) {
+      throw new IllegalStateException("this borrow of " + owner + " was given back (closed, or its task ended);"
+          + " borrow the GPU again to compute on it");
+    }
+    owner.requireOpen();
+  }
+
+  @Override
+  public String toString() {
+    return "BorrowedGpu(" + owner + (closed.get() ? ", given back" : "") + ")";
+  }
+}

@@ -1,0 +1,206 @@
+package org.foldcp.spark.gpu;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
+import java.util.function.IntFunction;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.spark.config.FoldCpConf;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The GPU of one executor process on one device: a single backend ({@link GpuTriMul}: the
+ * context retain, stream, pinned staging and the layer cache keyed by weights digest), opened at
+ * the first borrow and kept until the executor shuts down, lent to its tasks a bounded number at
+ * a time, as spark-rapids' GpuSemaphore lends an executor's GPU.
+ *
+ * <p>Why per executor: opened per task, every task paid a context retain, a stream, pinned
+ * allocations and the upload of every layer again. Why a semaphore when GpuTriMul's methods are
+ * synchronized anyway: the lock keeps forwards correct, but every task queued on it holds its
+ * decoded input in host memory; the permits ({@link FoldCpConf#GPU_CONCURRENT_TASKS}) bound
+ * how many tasks do, and the rest wait holding nothing. The semaphore is fair, so tasks get the
+ * GPU in the order they asked.
+ *
+ * <p>A permit belongs to a task attempt, not to a view: a task that borrows again (a SQL
+ * function feeding the cp = 1 route in one task) shares its permit instead of waiting for
+ * itself, and the permit goes back when the task's last view closes or when the task ends.
+ */
+public final class ExecutorGpu implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(ExecutorGpu.class);
+  /** How often a task waiting for a permit checks whether it was killed or the GPU closed. */
+  private static final long WAIT_CHECK_MILLIS = 500;
+
+  private final int deviceOrdinal;
+  private final int permits;
+  private final IntFunction<TriMulBackend> factory;
+  private final Semaphore semaphore;
+  private final Map<Long, TaskLease> leases = new HashMap<>(); // by task attempt; guarded by itself
+  private final Object lock = new Object();
+  private TriMulBackend backend; // opened at the first borrow; guarded by lock
+  private volatile boolean closed; // written under lock
+
+  /** The GPU backend on {@code deviceOrdinal}, lent to {@code permits} tasks at a time. */
+  public ExecutorGpu(int deviceOrdinal, int permits) {
+    this(deviceOrdinal, permits, GpuTriMul::new);
+  }
+
+  /** With the backend made by {@code factory} from the device ordinal: tests pass a fake one. */
+  ExecutorGpu(int deviceOrdinal, int permits, IntFunction<TriMulBackend> factory) {
+    InvalidInputException.require(deviceOrdinal >= 0, "GPU device ordinal", deviceOrdinal,
+        "must be a CUDA device ordinal >= 0");
+    InvalidInputException.require(permits >= 1, FoldCpConf.GPU_CONCURRENT_TASKS.name(), permits,
+        "must be an integer >= 1");
+    this.deviceOrdinal = deviceOrdinal;
+    this.permits = permits;
+    this.factory = Objects.requireNonNull(factory, "factory");
+    this.semaphore = new Semaphore(permits, true);
+  }
+
+  public int deviceOrdinal() {
+    return deviceOrdinal;
+  }
+
+  /** How many tasks may hold the GPU at once. */
+  public int permits() {
+    return permits;
+  }
+
+  /**
+   * The GPU for the running task (or, outside tasks, for the caller, who must close the view):
+   * waits for a permit unless the task holds one already, opens the backend on the first borrow,
+   * and gives the permit back when the task ends even if the view is never closed.
+   *
+   * @throws IllegalStateException when the executor has closed its GPU
+   */
+  public BorrowedGpu borrow() {
+    return borrow(Borrower.current());
+  }
+
+  BorrowedGpu borrow(Borrower who) {
+    requireOpen();
+    TaskLease lease = joinLease(who.attemptId());
+    long waited = 0;
+    if (lease == null) {
+      long t0 = System.nanoTime();
+      acquire(who);
+      waited = System.nanoTime() - t0;
+      lease = newLease(who);
+    }
+    try {
+      return new BorrowedGpu(this, backend(), lease, waited);
+    } catch (RuntimeException | Error e) {
+      lease.leave();
+      throw e;
+    }
+  }
+
+  /** The lease this task attempt already holds, joined, or null. */
+  private TaskLease joinLease(long attemptId) {
+    if (attemptId == Borrower.NO_TASK) {
+      return null;
+    }
+    synchronized (leases) {
+      TaskLease held = leases.get(attemptId);
+      return held != null && held.join() ? held : null;
+    }
+  }
+
+  private void acquire(Borrower who) {
+    try {
+      while (!semaphore.tryAcquire(WAIT_CHECK_MILLIS, TimeUnit.MILLISECONDS)) {
+        who.checkKilled(); // a task killed while queued leaves the queue instead of waiting for the GPU
+        requireOpen();     // the executor shut down while the task waited
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      who.checkKilled();
+      throw new IllegalStateException("interrupted while waiting for " + this, e);
+    }
+  }
+
+  /** A lease on the permit just acquired, given back at the task's end at the latest. */
+  private TaskLease newLease(Borrower who) {
+    TaskLease lease = new TaskLease(who.attemptId(), this::giveBack);
+    lease.join();
+    if (who.attemptId() != Borrower.NO_TASK) {
+      synchronized (leases) {
+        leases.put(who.attemptId(), lease);
+      }
+    }
+    try {
+      who.atEnd(lease::end);
+    } catch (RuntimeException | Error e) {
+      lease.end();
+      throw e;
+    }
+    return lease;
+  }
+
+  private void giveBack(TaskLease lease) {
+    synchronized (leases) {
+      leases.remove(lease.attemptId(), lease);
+    }
+    semaphore.release();
+  }
+
+  private TriMulBackend backend() {
+    synchronized (lock) {
+      requireOpen();
+      if (backend == null) {
+        backend = factory.apply(deviceOrdinal);
+        LOG.info("fold-cp: this executor owns GPU {} ({}) until it shuts down, {} ({} = {})", deviceOrdinal, backend,
+            lending(permits), FoldCpConf.GPU_CONCURRENT_TASKS.name(), permits);
+      }
+      return backend;
+    }
+  }
+
+  void requireOpen() {
+    if (closed) {
+      throw new IllegalStateException("GPU " + deviceOrdinal + " of this executor is closed: the executor is"
+          + " shutting down, and no task can borrow its GPU any more");
+    }
+  }
+
+  /** Permits free now (for tests). */
+  int availablePermits() {
+    return semaphore.availablePermits();
+  }
+
+  /**
+   * Closes the backend, once: GpuTriMul frees its layers, buffers, staging, stream and context in
+   * that order, after any forward in flight. Later borrows fail; a second close does nothing.
+   */
+  @Override
+  public void close() {
+    TriMulBackend open;
+    synchronized (lock) {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      open = backend;
+      backend = null;
+    }
+    if (open != null) {
+      LOG.info("fold-cp: closing GPU {} of this executor ({}; {} of {} permits lent)", deviceOrdinal, open,
+          permits - semaphore.availablePermits(), permits);
+      open.close();
+    }
+  }
+
+  /** "lent to 2 tasks at a time": how logs name a permit count. */
+  public static String lending(int permits) {
+    return "lent to " + permits + (permits == 1 ? " task" : " tasks") + " at a time";
+  }
+
+  @Override
+  public String toString() {
+    return "GPU " + deviceOrdinal + " (" + lending(permits) + (closed ? ", closed" : "") + ")";
+  }
+}

@@ -1,0 +1,70 @@
+package org.foldcp.spark.gpu;
+
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.IntFunction;
+import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.PairTensor;
+
+/**
+ * Stand-ins for the GPU backend, so that the borrowing rules are tested on machines without a
+ * GPU: a factory that records every backend it made, each counting its closes.
+ */
+public final class FakeGpus implements IntFunction<TriMulBackend> {
+  private final List<Backend> made = new CopyOnWriteArrayList<>();
+
+  /** Owners whose devices get fake backends from {@code gpus}; for tests in other packages. */
+  public static GpuOwners owners(String owner, FakeGpus gpus) {
+    return new GpuOwners(owner, gpus);
+  }
+
+  @Override
+  public TriMulBackend apply(int deviceOrdinal) {
+    Backend b = new Backend(deviceOrdinal);
+    made.add(b);
+    return b;
+  }
+
+  /** The backends made so far, in order. */
+  public List<Backend> made() {
+    return made;
+  }
+
+  /** A backend that returns its input and counts forwards and closes. */
+  public static final class Backend implements TriMulBackend {
+    private final int deviceOrdinal;
+    private final AtomicInteger forwards = new AtomicInteger();
+    private final AtomicInteger closes = new AtomicInteger();
+
+    Backend(int deviceOrdinal) {
+      this.deviceOrdinal = deviceOrdinal;
+    }
+
+    public int deviceOrdinal() { return deviceOrdinal; }
+
+    public int forwards() { return forwards.get(); }
+
+    public int closes() { return closes.get(); }
+
+    @Override
+    public String name() { return "gpu"; }
+
+    @Override
+    public PairTensor forward(PairTensor x, TriMulLayer layer) {
+      forwards.incrementAndGet();
+      return x;
+    }
+
+    @Override
+    public void close() {
+      closes.incrementAndGet();
+    }
+
+    @Override
+    public String toString() {
+      return "fake GPU backend on device " + deviceOrdinal;
+    }
+  }
+}
