@@ -18,7 +18,10 @@ class CpIndexMathTest {
   void tilesCoverThePaddedGridExactlyOnce(int cp0, int cp1, int n) {
     ShardLayout l = new ShardLayout(CpGrid.of(cp0, cp1), n, 12);
     assertTrue(l.paddedN() >= n && l.paddedN() % cp0 == 0 && l.paddedN() % cp1 == 0);
-    assertTrue(l.paddedN() - n < ShardLayout.lcm(cp0, cp1), "pads less than one multiple");
+    int multiple = ShardLayout.lcm(cp0, cp1) * ShardLayout.GPU_TILE_MULTIPLE;
+    assertTrue(l.paddedN() - n < multiple && l.paddedN() % multiple == 0, "pads less than one multiple");
+    assertEquals(0, l.tileRows() % ShardLayout.GPU_TILE_MULTIPLE, "tile rows a multiple of 8 tokens");
+    assertEquals(0, l.tileCols() % ShardLayout.GPU_TILE_MULTIPLE, "tile cols a multiple of 8 tokens");
     int[][] owner = new int[l.paddedN()][l.paddedN()];
     for (int[] row : owner) {
       java.util.Arrays.fill(row, -1);

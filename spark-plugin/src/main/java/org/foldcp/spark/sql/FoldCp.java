@@ -110,7 +110,8 @@ public final class FoldCp {
     }
     InvalidInputException.require(!pieces.isEmpty(), COMPLEX_ID, "'" + complexId + "'",
         "no tile of this complex among the " + tiles.size() + " rows given");
-    return Retiling.assemble(new TileKey(complexId, 0), pieces, whole).tile;
+    // the layout pads N like every layout (ShardLayout.GPU_TILE_MULTIPLE): crop the padding off again
+    return Retiling.crop(Retiling.assemble(new TileKey(complexId, 0), pieces, whole)).tile;
   }
 
   /**

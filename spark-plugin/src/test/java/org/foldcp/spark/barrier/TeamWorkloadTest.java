@@ -35,8 +35,9 @@ class TeamWorkloadTest {
 
   @Test
   void aRankWhoseTileIsAllPaddingMayHoldNothing() {
-    // N = 2 on a 4x1 grid: padded to 4 tokens, ranks 2 and 3 hold only padding rows
-    List<ComplexShape> c = TeamWorkload.agree(List.of(rank(0, STACK, "tiny", 2), rank(1, STACK, "tiny", 2),
+    // N = 2 on a 4x1 grid: padded to 32 tokens (tiles of 8 rows, ShardLayout.GPU_TILE_MULTIPLE), ranks 1 to 3 hold
+    // only padding rows
+    List<ComplexShape> c = TeamWorkload.agree(List.of(rank(0, STACK, "tiny", 2), rank(1, STACK),
         rank(2, STACK), rank(3, STACK)), CpGrid.oneD(4));
     assertEquals(List.of(new ComplexShape("tiny", 2, 8)), c);
   }
