@@ -16,6 +16,7 @@ final class JobOptions {
   String route = null; // null: spark.foldcp.route (auto)
   int cp = 0; // 0: spark.foldcp.cp (1)
   String grid = null; // null: spark.foldcp.grid (1-D)
+  String transport = null; // null: spark.foldcp.cp.transport (auto)
   long seed = 20261129L;
   double maskedFraction = 0.1;
   String input = null;
@@ -45,9 +46,11 @@ final class JobOptions {
       "  --prefix P          key prefix of a layer, e.g. pairformer.layers.0.tri_mul_out. (repeatable;",
       "                      tri_mul_in in a prefix makes the layer incoming, else outgoing; residual on)",
       "  --threads T         CPU threads per task (default spark.task.cpus, or all cores locally)",
-      "  --route R           auto | cpu | barrier | shuffle (default spark.foldcp.route, auto)",
+      "  --route R           auto | cpu | gpu | barrier | shuffle (default spark.foldcp.route, auto)",
       "  --cp CP             context-parallel ranks per complex (default spark.foldcp.cp, 1)",
       "  --grid AxB          2-D CP grid with A*B = cp, e.g. 2x2 (default 1-D)",
+      "  --transport T       auto | tcp | nvshmem: how barrier ranks reshard, CPU ranks over TCP or GPU ranks",
+      "                      in an NVSHMEM team (default spark.foldcp.cp.transport, auto)",
       "  --output FILE.npy   write the output of the first complex (float32)",
       "  --sql               also run the stack through the SQL function foldcp_trimul and compare",
       "  --per-layer         run each layer as its own Spark job: progress and time per layer",
@@ -93,6 +96,7 @@ final class JobOptions {
         case "--route": o.route = v; break;
         case "--cp": o.cp = positive(a, v); break;
         case "--grid": o.grid = v; break;
+        case "--transport": o.transport = v; break;
         default:
           throw InvalidInputException.of("option", a, "is not known; see --help");
       }

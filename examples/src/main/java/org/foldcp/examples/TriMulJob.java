@@ -88,6 +88,9 @@ public final class TriMulJob {
     if (o.grid != null) {
       conf.set("spark.foldcp.grid", o.grid);
     }
+    if (o.transport != null) {
+      conf.set("spark.foldcp.cp.transport", o.transport);
+    }
     if (o.threads > 0) {
       conf.set("spark.foldcp.cpu.threads", Integer.toString(o.threads));
     }
@@ -238,6 +241,12 @@ public final class TriMulJob {
       long all = sum(execs, "numTiles");
       System.out.printf(Locale.ROOT, "  ran on      %s (%d of %d tile forwards on a GPU)%n",
           gpu == 0 ? "cpu" : gpu == all ? "gpu" : "gpu and cpu", gpu, all);
+      long toChannels = sum(execs, "reshardToChannelsBytes");
+      long toTokens = sum(execs, "reshardToTokensBytes");
+      if (toChannels + toTokens > 0) {
+        System.out.printf(Locale.ROOT, "  reshards    fused into the GPU kernels' stores: %d B token->channel,"
+            + " %d B channel->token between ranks%n", toChannels, toTokens);
+      }
     }
     System.out.printf(Locale.ROOT, "  checksum    sum %.6e  sum|.| %.6e%n", checksum, absSum);
     if (o.sql) {

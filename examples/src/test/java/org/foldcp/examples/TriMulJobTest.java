@@ -49,8 +49,8 @@ class TriMulJobTest {
     Path outNpy = tmp.resolve("out.npy");
     String single = run(concat(common, "--output", outNpy.toString()));
     assertTrue(single.contains("route       single cp=1"), single);
-    String barrier = run(concat(common, "--cp", "4", "--grid", "2x2", "--route", "barrier"));
-    assertTrue(barrier.contains("route       barrier cp=4 grid=2x2"), barrier);
+    String barrier = run(concat(common, "--cp", "4", "--grid", "2x2", "--route", "barrier", "--transport", "tcp"));
+    assertTrue(barrier.contains("route       barrier cp=4 grid=2x2 backend=cpu transport=tcp"), barrier);
     String shuffle = run(concat(common, "--cp", "2", "--route", "shuffle"));
     assertTrue(shuffle.contains("route       shuffle cp=2 grid=2x1"), shuffle);
     assertEquals(checksum(single), checksum(barrier));
@@ -80,6 +80,7 @@ class TriMulJobTest {
   void helpPrintsUsage() {
     String out = run("--help");
     assertTrue(out.contains("--cp CP") && out.contains("--route R") && out.contains("--weights FILE"), out);
+    assertTrue(out.contains("--transport T       auto | tcp | nvshmem"), out);
   }
 
   private static String[] concat(String[] a, String... b) {

@@ -7,6 +7,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.config.SparkKeys;
 import org.foldcp.spark.route.RoutePlan;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -14,12 +15,16 @@ import org.slf4j.LoggerFactory;
 /**
  * Driver-side checks before the barrier stage is built, for the cases where Spark itself would
  * fail late or wait: dynamic allocation (refused by barrier stages), too few task slots for cp
- * tasks at once (Spark keeps retrying its own check for minutes), and a plan the ranks could
- * not run (D not divisible by cp, no threads).
+ * tasks at once (Spark keeps retrying its own check for minutes), a plan the ranks could not
+ * run (D not divisible by cp, no threads), and for a GPU team (transport nvshmem) settings under
+ * which one executor could run two of its ranks, which NVSHMEM cannot (one PE per process).
  */
 public final class BarrierPreflight {
   private static final Logger LOG = LoggerFactory.getLogger(BarrierPreflight.class);
-  static final String DYNAMIC_ALLOCATION = "spark.dynamicAllocation.enabled";
+  static final String DYNAMIC_ALLOCATION = SparkKeys.DYNAMIC_ALLOCATION;
+  private static final String EXECUTOR_GPUS = SparkKeys.EXECUTOR_GPUS;
+  private static final String TASK_GPUS = SparkKeys.TASK_GPUS;
+  private static final String EXECUTOR_CORES = SparkKeys.EXECUTOR_CORES;
   private static final long SLOT_POLL_MILLIS = 500;
 
   private BarrierPreflight() {}
@@ -27,6 +32,9 @@ public final class BarrierPreflight {
   public static void check(SparkContext sc, RoutePlan plan, LayerStack stack) {
     checkPlan(plan, stack);
     checkDynamicAllocation(sc.getConf(), plan);
+    if (plan.transport == RoutePlan.Transport.NVSHMEM) {
+      checkOneRankPerExecutor(sc.getConf(), sc.isLocal(), sc.master(), plan);
+    }
     checkSlots(sc, plan);
   }
 
@@ -50,6 +58,37 @@ public final class BarrierPreflight {
               + " barrier stage on executors that must stay for the whole stage; set " + DYNAMIC_ALLOCATION
               + "=false, or use " + FoldCpConf.ROUTE.name() + "=shuffle, which runs on any executors");
     }
+  }
+
+  /**
+   * A GPU team needs each rank in its own executor process (an NVSHMEM PE per process, on the
+   * executor's one GPU), so an executor must never run two tasks of the stage at once. That holds
+   * when every task takes its executor's whole GPU (task GPU amount >= executor GPU amount >= 1),
+   * or when an executor has one task slot (spark.executor.cores / spark.task.cpus = 1, with a GPU
+   * per executor). Local mode runs every task in the driver's JVM and never can.
+   */
+  static void checkOneRankPerExecutor(SparkConf conf, boolean localMode, String master, RoutePlan plan) {
+    double executorGpus = SparkKeys.resourceAmount(EXECUTOR_GPUS, conf.get(EXECUTOR_GPUS, null));
+    double taskGpus = SparkKeys.resourceAmount(TASK_GPUS, conf.get(TASK_GPUS, null));
+    int taskCpus = conf.getInt("spark.task.cpus", 1);
+    boolean wholeGpuPerTask = executorGpus >= 1 && taskGpus >= executorGpus;
+    boolean oneSlotPerExecutor = executorGpus >= 1 && conf.contains(EXECUTOR_CORES)
+        && conf.getInt(EXECUTOR_CORES, 1) / Math.max(1, taskCpus) <= 1;
+    if (!localMode && (wholeGpuPerTask || oneSlotPerExecutor)) {
+      return;
+    }
+    String have = localMode ? "master " + master + " runs every task in the driver's JVM"
+        : EXECUTOR_GPUS + " = " + conf.get(EXECUTOR_GPUS, "(unset)") + ", " + TASK_GPUS + " = "
+            + conf.get(TASK_GPUS, "(unset)") + ", " + EXECUTOR_CORES + " = " + conf.get(EXECUTOR_CORES, "(unset)")
+            + ", spark.task.cpus = " + taskCpus;
+    throw InvalidInputException.of(FoldCpConf.CP_TRANSPORT.name(), "nvshmem (" + plan.describe() + ")",
+        "the GPU team runs each of its cp = " + plan.grid.size() + " ranks as an NVSHMEM PE, one per executor process"
+            + " and GPU, so no executor may run two tasks of the barrier stage at once, which these settings allow ("
+            + have + ")."
+            + " Give every executor one GPU and every task the whole of it (" + EXECUTOR_GPUS + "=1, " + TASK_GPUS
+            + "=1 and a discovery script), or one task slot per executor with its GPU (" + EXECUTOR_CORES
+            + " = spark.task.cpus); local mode cannot run a GPU team (use local-cluster[...] or a cluster); or set "
+            + FoldCpConf.CP_TRANSPORT.name() + "=tcp to run the ranks on the CPU");
   }
 
   /**

@@ -15,14 +15,17 @@ import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
 
 /**
- * The barrier route (DESIGN.md sections 3-4), CPU backend: one barrier stage of cp tasks, task r
- * being CP rank r, the two reshards of every layer moving between the tasks over TCP.
+ * The barrier route (DESIGN.md sections 3-4): one barrier stage of cp tasks, task r being CP rank
+ * r. The plan's transport says how the two reshards of every layer move between the tasks: over
+ * TCP between CPU ranks ({@link RankTask}), or fused into the kernels' stores between GPU ranks
+ * of an NVSHMEM team ({@link GpuRankTask}). Both use the same layout, so everything but the
+ * stage's body is shared.
  * <ol>
  *   <li>input tiles of any tiling are cut into the pieces of each rank's layout tile and
  *       shuffled to partition = rank (one shuffle for the whole stack);
  *   <li>each partition assembles its layout tiles (padded, masked);
  *   <li>the barrier stage forms the team and runs every complex through the stack
- *       ({@link RankTask}); output: one tile per (complex, rank), cropped to N.
+ *       ({@link RankTask} or {@link GpuRankTask}); output: one tile per (complex, rank), cropped to N.
  * </ol>
  * {@link BarrierPreflight} runs first, on the driver.
  *
@@ -42,9 +45,16 @@ public final class BarrierRoute implements TileRoute {
         .groupByKey(new RankPartitioner(grid.size()))
         .map(keyed -> Retiling.assemble(keyed._1(), keyed._2(), grid));
     ClassTag<TileRecord> tag = ClassTag$.MODULE$.apply(TileRecord.class);
-    RDD<TileRecord> out = layoutTiles.rdd().barrier().mapPartitions(new RankTask(stack, plan, metrics), false, tag);
-    LOG.info("TriMul route: {}, {} layers of D = {}, {} CPU threads per rank, TCP reshards", plan, stack.size(),
-        stack.dim(), plan.threadsPerTask);
+    boolean gpu = plan.transport == RoutePlan.Transport.NVSHMEM;
+    RankBody body = gpu ? new GpuRankTask(stack, plan, metrics) : new RankTask(stack, plan, metrics);
+    RDD<TileRecord> out = layoutTiles.rdd().barrier().mapPartitions(body, false, tag);
+    if (gpu) {
+      LOG.info("TriMul route: {}, {} layers of D = {}, GPU ranks in an NVSHMEM team ({})", plan, stack.size(),
+          stack.dim(), plan.nvshmem.describe());
+    } else {
+      LOG.info("TriMul route: {}, {} layers of D = {}, {} CPU threads per rank, TCP reshards", plan, stack.size(),
+          stack.dim(), plan.threadsPerTask);
+    }
     return JavaRDD.fromRDD(out, tag);
   }
 }

@@ -16,8 +16,8 @@ import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.spark.tiles.TileRecord;
 
 /**
- * What one barrier task tells the others when the team forms (one allGather): where it listens
- * for its peers, which executor it runs in, which complexes it holds (sorted by id) and which
+ * What one barrier task tells the others when the team forms (one allGather): its address (where
+ * a TCP rank listens for its peers; a GPU rank's NVSHMEM member id), which executor it runs in, which complexes it holds (sorted by id) and which
  * layers it is about to apply (spec and weight digest per layer). Every rank receives every
  * announcement, so every rank reaches the same verdict on the team and its workload.
  */

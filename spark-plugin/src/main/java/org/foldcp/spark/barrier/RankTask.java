@@ -1,6 +1,5 @@
 package org.foldcp.spark.barrier;
 
-import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -13,6 +12,7 @@ import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.CpRank;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.cp.TileBounds;
+import org.foldcp.ops.gpu.cp.TeamException;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.route.RouteMetrics;
@@ -21,11 +21,9 @@ import org.foldcp.spark.tiles.Retiling;
 import org.foldcp.spark.tiles.TileRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
-import scala.jdk.javaapi.CollectionConverters;
-import scala.runtime.AbstractFunction1;
 
 /**
- * The body of one barrier task, that is one CP rank: it takes its layout tiles, forms the team,
+ * The body of one barrier task of CPU ranks (transport tcp): it takes its layout tiles, forms the team,
  * then runs every complex of the team, in id order, through the whole layer stack with its tile
  * resident, and emits its output tile cropped to N. All complexes run before the first output
  * leaves the task, because the ranks must meet in every reshard whatever the consumer does.
@@ -33,28 +31,16 @@ import scala.runtime.AbstractFunction1;
  * <p>Any failure aborts the transport, so the peers fail at once rather than at their timeout,
  * and is rethrown naming this rank.
  */
-final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRecord>, scala.collection.Iterator<TileRecord>>
-    implements Serializable {
+final class RankTask extends RankBody {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(RankTask.class);
 
-  private final LayerStack stack;
-  private final RoutePlan plan;
-  private final RouteMetrics metrics;
-
   RankTask(LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
-    this.stack = stack;
-    this.plan = plan;
-    this.metrics = metrics;
+    super(stack, plan, metrics);
   }
 
   @Override
-  public scala.collection.Iterator<TileRecord> apply(scala.collection.Iterator<TileRecord> input) {
-    BarrierTaskContext ctx = BarrierTaskContext.get();
-    return CollectionConverters.asScala(run(ctx, CollectionConverters.asJava(input)).iterator());
-  }
-
-  private List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
+  List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
     int rank = ctx.partitionId();
     TcpTransport transport = null;
     try {
@@ -66,7 +52,7 @@ final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRec
       if (transport != null) {
         transport.abort(e);
       }
-      throw withRank(rank, e);
+      throw withRank(plan, rank, e);
     } finally {
       if (transport != null) {
         transport.close();
@@ -80,9 +66,7 @@ final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRec
     long computeTotal = 0;
     for (ComplexShape c : team.complexes()) {
       ShardLayout layout = c.layout(plan.grid);
-      TileRecord in = mine.containsKey(c.id()) ? mine.get(c.id()) : paddingTile(c, layout, rank);
-      TileRecord realIn = Retiling.crop(in);
-      metrics.bytesIn(realIn == null ? 0 : realIn.pairBytes());
+      TileRecord in = layoutTile(c, mine, plan.grid, rank, metrics);
       long t0 = System.nanoTime();
       long reshard0 = timed.reshardNanos();
       PairTensor y;
@@ -94,11 +78,9 @@ final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRec
       computeTotal += compute;
       metrics.computeNanos(compute);
       metrics.reshardNanos(reshard);
-      TileRecord o = Retiling.crop(new TileRecord(c.id(), c.nTokens(), in.row0, in.col0, y));
+      TileRecord o = output(c, in, y, metrics);
       if (o != null) {
         out.add(o);
-        metrics.tiles(1);
-        metrics.bytesOut(o.pairBytes());
       }
     }
     metrics.reshardBytes(timed.bytesSent());
@@ -125,6 +107,28 @@ final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRec
     return mine;
   }
 
+  /**
+   * This rank's layout tile of complex {@code c}: the one it received, or a padding tile when its
+   * layout tile lies wholly beyond N; its real positions count as bytes in.
+   */
+  static TileRecord layoutTile(ComplexShape c, Map<String, TileRecord> mine, CpGrid grid, int rank,
+                               RouteMetrics metrics) {
+    TileRecord in = mine.containsKey(c.id()) ? mine.get(c.id()) : paddingTile(c, c.layout(grid), rank);
+    TileRecord realIn = Retiling.crop(in);
+    metrics.bytesIn(realIn == null ? 0 : realIn.pairBytes());
+    return in;
+  }
+
+  /** The output {@code y} of layout tile {@code in}, cropped to N and counted; null when it is all padding. */
+  static TileRecord output(ComplexShape c, TileRecord in, PairTensor y, RouteMetrics metrics) {
+    TileRecord o = Retiling.crop(new TileRecord(c.id(), c.nTokens(), in.row0, in.col0, y));
+    if (o != null) {
+      metrics.tiles(1);
+      metrics.bytesOut(o.pairBytes());
+    }
+    return o;
+  }
+
   /** The tile of a rank whose whole layout tile lies beyond N: zeros, every position masked. */
   static TileRecord paddingTile(ComplexShape c, ShardLayout layout, int rank) {
     TileBounds t = layout.tile(rank);
@@ -133,8 +137,12 @@ final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRec
     return new TileRecord(c.id(), c.nTokens(), t.row0, t.col0, tile);
   }
 
-  /** The failure with this rank in its message; input errors stay input errors, a kill stays a kill. */
-  private RuntimeException withRank(int rank, Throwable e) {
+  /**
+   * The failure with this rank in its message; input errors stay input errors, a broken NVSHMEM
+   * team stays a {@link TeamException} (the executor plugin recycles the executor on it), a kill
+   * stays a kill.
+   */
+  static RuntimeException withRank(RoutePlan plan, int rank, Throwable e) {
     if (e instanceof Error) {
       throw (Error) e;
     }
@@ -143,6 +151,9 @@ final class RankTask extends AbstractFunction1<scala.collection.Iterator<TileRec
     }
     String msg = "barrier rank " + rank + " of cp = " + plan.grid.size() + " (grid " + plan.grid + ") failed: "
         + e.getMessage();
+    if (e instanceof TeamException) {
+      return new TeamException(msg, e);
+    }
     return e instanceof InvalidInputException ? new InvalidInputException(msg, e) : new IllegalStateException(msg, e);
   }
 }

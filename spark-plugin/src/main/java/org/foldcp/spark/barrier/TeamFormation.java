@@ -4,25 +4,31 @@ import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Function;
 import org.apache.spark.BarrierTaskContext;
 import org.apache.spark.SparkEnv;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.TeamMember;
 import org.foldcp.ops.cp.TeamRankMap;
 import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.tiles.TileRecord;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Turns the cp tasks of a barrier stage into a CP team (DESIGN.md section 4): each task listens
- * for peers, announces itself with one allGather ({@link RankAnnouncement}), checks that the
- * team is complete and that all ranks agree on the work ({@link TeamWorkload}), then connects
- * the TCP mesh. The same steps will carry an NVSHMEM unique id instead of TCP addresses.
+ * Turns the cp tasks of a barrier stage into a CP team (DESIGN.md section 4): each task announces
+ * itself with one allGather ({@link RankAnnouncement}) and checks that the team is complete and
+ * that all ranks agree on the work ({@link TeamWorkload}). A TCP team ({@link #form}) listens for
+ * its peers first, announces its address and then connects the mesh; a GPU team
+ * ({@link #announce}) announces its NVSHMEM member id, and the NVSHMEM team forms afterwards
+ * (GpuRankTask).
  *
  * <p>The rank is the partition index, which is also the logical CP rank: the tiles were
  * partitioned by rank before the stage, so the rank cannot be reassigned here. allGather lists
@@ -31,46 +37,107 @@ import org.slf4j.LoggerFactory;
 final class TeamFormation {
   private static final Logger LOG = LoggerFactory.getLogger(TeamFormation.class);
 
-  /** A formed team: this rank's transport and the complexes all ranks run, in order. */
+  /** A formed TCP team: this rank's transport and the complexes all ranks run, in order. */
   record Formed(TcpTransport transport, List<ComplexShape> complexes) {}
+
+  /** What the ranks agreed on: every rank's announcement in rank order, and the complexes all run, in order. */
+  record Agreement(List<RankAnnouncement> team, List<ComplexShape> complexes) {}
 
   private TeamFormation() {}
 
   static Formed form(BarrierTaskContext ctx, RoutePlan plan, LayerStack stack, Collection<TileRecord> tiles) {
     CpGrid grid = plan.grid;
+    int rank = requireTeamSize(ctx, grid);
+    SparkEnv env = SparkEnv.get();
+    // the host other executors already use to reach this one (block transfers): reachable by the peers
+    String host = host(env);
+    String teamId = teamId(env, ctx);
+    AtomicReference<List<ComplexShape>> complexes = new AtomicReference<>();
+    TcpTransport transport = TcpTransport.open(new TcpTransport.Team(rank, grid.size(), teamId), bindAddress(host, rank),
+        plan.connectTimeoutMillis, plan.barrierTimeoutMillis, own -> {
+          Agreement agreed = agree(ctx::allGather, rank, grid,
+              RankAnnouncement.of(rank, own, host, env.executorId(), tiles, stack));
+          checkMembers(agreed.team(), grid);
+          complexes.set(agreed.complexes());
+          log(rank, teamId, agreed);
+          List<String> addresses = new ArrayList<>();
+          agreed.team().forEach(a -> addresses.add(a.address()));
+          return addresses;
+        });
+    return new Formed(transport, complexes.get());
+  }
+
+  /**
+   * The agreement of a GPU team, before NVSHMEM is touched: the same announcement round as a TCP
+   * team, with this process's NVSHMEM member id ({@link #memberId}) in place of an address.
+   * Fails when two ranks run in one executor process, since an NVSHMEM team needs one process
+   * per rank.
+   */
+  static Agreement announce(BarrierTaskContext ctx, RoutePlan plan, LayerStack stack, Collection<TileRecord> tiles,
+                            String memberId) {
+    int rank = requireTeamSize(ctx, plan.grid);
+    SparkEnv env = SparkEnv.get();
+    Agreement agreed = agree(ctx::allGather, rank, plan.grid,
+        RankAnnouncement.of(rank, memberId, host(env), env.executorId(), tiles, stack));
+    checkOneProcessPerRank(agreed.team());
+    log(rank, teamId(env, ctx), agreed);
+    return agreed;
+  }
+
+  /**
+   * One allGather of the ranks' announcements ({@code allGather}: BarrierTaskContext's, or a
+   * test's), checked: every rank in its place, the same layers, the same complexes.
+   */
+  static Agreement agree(Function<String, String[]> allGather, int rank, CpGrid grid, RankAnnouncement mine) {
+    String[] gathered = allGather.apply(mine.encode());
+    List<RankAnnouncement> team = new ArrayList<>();
+    for (int r = 0; r < gathered.length; r++) {
+      RankAnnouncement a = RankAnnouncement.decode(gathered[r], r);
+      if (a.rank() != r) {
+        throw new IllegalStateException("rank " + rank + ": allGather listed the announcement of rank " + a.rank()
+            + " in place " + r + ": the team order must be the partition order");
+      }
+      team.add(a);
+    }
+    return new Agreement(team, TeamWorkload.agree(team, grid));
+  }
+
+  /** This process as an NVSHMEM team member: executor id, host and process id. */
+  static String memberId(SparkEnv env) {
+    return "executor " + env.executorId() + "@" + host(env) + " pid " + ProcessHandle.current().pid();
+  }
+
+  /** The rank of this task, after checking that the stage has one task per rank of the grid. */
+  private static int requireTeamSize(BarrierTaskContext ctx, CpGrid grid) {
     int rank = ctx.partitionId();
     int tasks = ctx.getTaskInfos().length;
     if (tasks != grid.size()) {
       throw new IllegalStateException("rank " + rank + ": the barrier stage has " + tasks + " tasks, the team needs cp = "
           + grid.size() + " (grid " + grid + ")");
     }
-    SparkEnv env = SparkEnv.get();
-    // the host other executors already use to reach this one (block transfers): reachable by the peers
-    String host = env.blockManager().blockManagerId().host();
-    String executorId = env.executorId();
-    String teamId = env.conf().getAppId() + "/stage-" + ctx.stageId() + "." + ctx.stageAttemptNumber();
-    AtomicReference<List<ComplexShape>> complexes = new AtomicReference<>();
-    TcpTransport transport = TcpTransport.open(new TcpTransport.Team(rank, grid.size(), teamId), bindAddress(host, rank),
-        plan.connectTimeoutMillis, plan.barrierTimeoutMillis, own -> {
-          RankAnnouncement mine = RankAnnouncement.of(rank, own, host, executorId, tiles, stack);
-          String[] gathered = ctx.allGather(mine.encode());
-          List<RankAnnouncement> team = new ArrayList<>();
-          for (int r = 0; r < gathered.length; r++) {
-            RankAnnouncement a = RankAnnouncement.decode(gathered[r], r);
-            if (a.rank() != r) {
-              throw new IllegalStateException("rank " + rank + ": allGather listed the announcement of rank " + a.rank()
-                  + " in place " + r + ": the team order must be the partition order");
-            }
-            team.add(a);
-          }
-          checkMembers(team, grid);
-          complexes.set(TeamWorkload.agree(team, grid));
-          log(rank, teamId, team, complexes.get());
-          List<String> addresses = new ArrayList<>();
-          team.forEach(a -> addresses.add(a.address()));
-          return addresses;
-        });
-    return new Formed(transport, complexes.get());
+    return rank;
+  }
+
+  private static String host(SparkEnv env) {
+    return env.blockManager().blockManagerId().host();
+  }
+
+  private static String teamId(SparkEnv env, BarrierTaskContext ctx) {
+    return env.conf().getAppId() + "/stage-" + ctx.stageId() + "." + ctx.stageAttemptNumber();
+  }
+
+  /** Distinct NVSHMEM member ids (announced as the address): two ranks in one process cannot both be PEs. */
+  static void checkOneProcessPerRank(List<RankAnnouncement> team) {
+    Map<String, Integer> first = new HashMap<>();
+    for (RankAnnouncement a : team) {
+      Integer other = first.putIfAbsent(a.address(), a.rank());
+      if (other != null) {
+        throw new IllegalStateException("ranks " + other + " and " + a.rank() + " run in one executor process ("
+            + a.address() + "), and an NVSHMEM team needs one process per rank: give each task its executor's"
+            + " whole GPU (spark.executor.resource.gpu.amount=1, spark.task.resource.gpu.amount=1), or use "
+            + FoldCpConf.CP_TRANSPORT.name() + "=tcp");
+      }
+    }
   }
 
   /** One process (listener) per rank, as many as the grid has ranks. */
@@ -91,16 +158,17 @@ final class TeamFormation {
     }
   }
 
-  private static void log(int rank, String teamId, List<RankAnnouncement> team, List<ComplexShape> complexes) {
+  private static void log(int rank, String teamId, Agreement agreed) {
     if (LOG.isInfoEnabled()) {
       HashSet<String> hosts = new HashSet<>();
       HashSet<String> executors = new HashSet<>();
-      team.forEach(a -> {
+      agreed.team().forEach(a -> {
         hosts.add(a.host());
         executors.add(a.host() + "/" + a.executorId());
       });
       LOG.info("barrier rank {} joins team '{}': {} ranks in {} executors on {} hosts, {} complexes, {} layers",
-          rank, teamId, team.size(), executors.size(), hosts.size(), complexes.size(), team.get(0).layers().size());
+          rank, teamId, agreed.team().size(), executors.size(), hosts.size(), agreed.complexes().size(),
+          agreed.team().get(0).layers().size());
     }
   }
 }

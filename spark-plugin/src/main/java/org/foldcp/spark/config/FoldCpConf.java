@@ -9,7 +9,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.OptionalLong;
 import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
@@ -17,6 +16,7 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.gpu.cp.StoreRoute;
 import scala.Tuple2;
 
 /**
@@ -44,11 +44,22 @@ public final class FoldCpConf implements Serializable {
     }
   }
 
+  /** How the ranks of a barrier team move the reshards (see {@link #CP_TRANSPORT}). */
+  public enum Transport {
+    AUTO, TCP, NVSHMEM;
+
+    /** The value as written in the configuration. */
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
   public static final ConfKey<Route> ROUTE = new ConfKey<>(PREFIX + "route",
       "one of auto, cpu, gpu, barrier, shuffle", "auto",
       "How TriMul layers run: auto picks from cp and the executors' GPUs, cpu forces the CPU backend,"
-          + " gpu the GPU backend, barrier a CP team of cp GPU executors in a barrier stage, shuffle"
-          + " a CP reshard through Spark shuffles.",
+          + " gpu the GPU backend (with cp > 1 a barrier team of GPU ranks), barrier a CP team of cp executors"
+          + " in a barrier stage (CPU or GPU ranks: see spark.foldcp.cp.transport), shuffle a CP reshard"
+          + " through Spark shuffles.",
       ValueParsers.anyCaseEnum(Route.class));
 
   public static final ConfKey<Integer> CP = new ConfKey<>(PREFIX + "cp",
@@ -92,10 +103,33 @@ public final class FoldCpConf implements Serializable {
           + " holding nothing on the device.",
       ValueParsers.intAtLeast(1));
 
-  public static final ConfKey<OptionalLong> SYMMETRIC_HEAP_SIZE = new ConfKey<>(PREFIX + "nvshmem.symmetricHeapSize",
-      "auto or a byte count >= 1 with an optional suffix k, m, g, t (powers of 1024), e.g. 8g", "auto",
-      "NVSHMEM symmetric heap per GPU; auto lets fold-cp size it from the tiles it runs.",
-      ValueParsers.byteSizeOrAuto());
+  public static final ConfKey<Transport> CP_TRANSPORT = new ConfKey<>(PREFIX + "cp.transport",
+      "one of auto, tcp, nvshmem", "auto",
+      "How the cp ranks of the barrier route exchange the reshards: tcp runs the ranks on the CPU over a TCP"
+          + " mesh; nvshmem runs them on their executors' GPUs as one NVSHMEM team, the reshards fused into the"
+          + " kernels' stores (one executor per GPU, one rank per executor); auto picks nvshmem when the ranks"
+          + " have GPUs (route gpu, or executors given a GPU resource, outside local mode) and tcp otherwise.",
+      ValueParsers.anyCaseEnum(Transport.class));
+
+  public static final ConfKey<String> NVSHMEM_HOME = new ConfKey<>(PREFIX + "nvshmem.home",
+      "empty or an absolute path", "",
+      "Folder on the executors holding NVSHMEM's lib/libnvshmem_host.so.3 (NVSHMEM 3, CUDA 13); empty searches"
+          + " NVSHMEM_HOME, the pip wheel nvidia-nvshmem-cu13 and java.library.path.",
+      ValueParsers.emptyOrAbsolutePath());
+
+  public static final ConfKey<Long> NVSHMEM_HEAP_BYTES = new ConfKey<>(PREFIX + "nvshmem.heapBytes",
+      "a byte count >= 64m with an optional suffix k, m, g, t (powers of 1024), e.g. 16g", "16g",
+      "NVSHMEM symmetric heap each GPU rank reserves when its team forms, fixed for the executor's life;"
+          + " a stack whose buffers do not fit fails naming the bytes it needs.",
+      ValueParsers.byteSizeAtLeast(64L << 20));
+
+  public static final ConfKey<StoreRoute> NVSHMEM_STORE_ROUTE = new ConfKey<>(
+      PREFIX + "nvshmem.storeRoute", "one of auto, peer, put", "auto",
+      "How the fused reshards reach the other GPU ranks: peer stores through NVSHMEM peer pointers (NVLink"
+          + " within a node, or ranks sharing a GPU), put through device-initiated puts (ranks on other nodes);"
+          + " auto takes peer when every rank reaches every other by pointer, else put. Decided once per stack,"
+          + " the same on every rank.",
+      ValueParsers.anyCaseEnum(StoreRoute.class));
 
   public static final ConfKey<Integer> WEIGHTS_CACHE_ENTRIES = new ConfKey<>(PREFIX + "weights.cacheEntries",
       "an integer >= 0", "8",
@@ -104,7 +138,8 @@ public final class FoldCpConf implements Serializable {
 
   /** Every key, in the order of the README table and of {@link #asMap()}. */
   public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
-      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, SYMMETRIC_HEAP_SIZE, WEIGHTS_CACHE_ENTRIES);
+      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
+      NVSHMEM_STORE_ROUTE, WEIGHTS_CACHE_ENTRIES);
 
   private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
       .collect(Collectors.toUnmodifiableMap(ConfKey::name, k -> k));
@@ -119,7 +154,10 @@ public final class FoldCpConf implements Serializable {
   private final int connectTimeoutMs;
   private final boolean gpuEnabled;
   private final int gpuConcurrentTasks;
-  private final long symmetricHeapBytes; // -1 = auto (OptionalLong is not Serializable)
+  private final Transport transport;
+  private final String nvshmemHome;
+  private final long nvshmemHeapBytes;
+  private final StoreRoute storeRoute;
   private final int weightsCacheEntries;
 
   private FoldCpConf(Map<String, String> givenSettings) {
@@ -138,7 +176,10 @@ public final class FoldCpConf implements Serializable {
     this.connectTimeoutMs = CONNECT_TIMEOUT_MS.parse(all.get(CONNECT_TIMEOUT_MS.name()));
     this.gpuEnabled = GPU_ENABLED.parse(all.get(GPU_ENABLED.name()));
     this.gpuConcurrentTasks = GPU_CONCURRENT_TASKS.parse(all.get(GPU_CONCURRENT_TASKS.name()));
-    this.symmetricHeapBytes = SYMMETRIC_HEAP_SIZE.parse(all.get(SYMMETRIC_HEAP_SIZE.name())).orElse(-1L);
+    this.transport = CP_TRANSPORT.parse(all.get(CP_TRANSPORT.name()));
+    this.nvshmemHome = NVSHMEM_HOME.parse(all.get(NVSHMEM_HOME.name()));
+    this.nvshmemHeapBytes = NVSHMEM_HEAP_BYTES.parse(all.get(NVSHMEM_HEAP_BYTES.name()));
+    this.storeRoute = NVSHMEM_STORE_ROUTE.parse(all.get(NVSHMEM_STORE_ROUTE.name()));
     this.weightsCacheEntries = WEIGHTS_CACHE_ENTRIES.parse(all.get(WEIGHTS_CACHE_ENTRIES.name()));
 
     // Cross-key rules, checked here so that no route has to repeat them.
@@ -152,6 +193,22 @@ public final class FoldCpConf implements Serializable {
     if (route == Route.GPU && !gpuEnabled) {
       throw ValueParsers.bad(ROUTE.name(), all.get(ROUTE.name()),
           "route gpu needs " + GPU_ENABLED.name() + " = true, but it is false");
+    }
+    String transportRaw = all.get(CP_TRANSPORT.name());
+    if (transport == Transport.NVSHMEM && !gpuEnabled) {
+      throw ValueParsers.bad(CP_TRANSPORT.name(), transportRaw,
+          "the NVSHMEM team runs its ranks on GPUs and needs " + GPU_ENABLED.name() + " = true, but it is false");
+    }
+    if (transport == Transport.NVSHMEM && (route == Route.CPU || route == Route.SHUFFLE)) {
+      throw ValueParsers.bad(CP_TRANSPORT.name(), transportRaw,
+          "nvshmem is the transport of the barrier route's GPU team, but " + ROUTE.name() + " = " + route.label()
+              + (route == Route.CPU ? " computes on the CPU" : " moves the reshards through Spark shuffles")
+              + "; use route auto, gpu or barrier");
+    }
+    if (transport == Transport.TCP && route == Route.GPU && cp > 1) {
+      throw ValueParsers.bad(CP_TRANSPORT.name(), transportRaw,
+          "the TCP team computes on the CPU, but " + ROUTE.name() + " = gpu runs the cp = " + cp + " ranks on GPUs;"
+              + " use transport nvshmem (or auto) for GPU ranks, or route barrier for CPU ranks");
     }
   }
 
@@ -241,10 +298,17 @@ public final class FoldCpConf implements Serializable {
   /** Permits of an executor's GPU: how many of its tasks may hold it at once. */
   public int gpuConcurrentTasks() { return gpuConcurrentTasks; }
 
-  /** The NVSHMEM symmetric heap size in bytes, or empty for auto. */
-  public OptionalLong symmetricHeapBytes() {
-    return symmetricHeapBytes < 0 ? OptionalLong.empty() : OptionalLong.of(symmetricHeapBytes);
-  }
+  /** The configured transport of barrier teams (auto is resolved when a route is planned). */
+  public Transport transport() { return transport; }
+
+  /** The configured NVSHMEM folder, or null to search (see {@link #NVSHMEM_HOME}). */
+  public String nvshmemHome() { return nvshmemHome.isEmpty() ? null : nvshmemHome; }
+
+  /** The NVSHMEM symmetric heap per GPU rank, in bytes. */
+  public long nvshmemHeapBytes() { return nvshmemHeapBytes; }
+
+  /** The requested store route of the GPU team's fused reshards. */
+  public StoreRoute storeRoute() { return storeRoute; }
 
   public int weightsCacheEntries() { return weightsCacheEntries; }
 

@@ -1,7 +1,6 @@
 package org.foldcp.spark.config;
 
 import java.util.Locale;
-import java.util.OptionalLong;
 import org.foldcp.ops.InvalidInputException;
 
 /** The parsers behind {@link FoldCpConf}'s keys; each failure names the key, the raw value and the rule. */
@@ -53,16 +52,13 @@ final class ValueParsers {
   }
 
   /**
-   * "auto" (empty result) or a byte count with an optional binary suffix k, m, g or t (an
-   * optional trailing b is allowed, so 2g, 2gb and 2147483648 are the same), as NVSHMEM and Spark
-   * size settings are written.
+   * A byte count of at least {@code min} with an optional binary suffix k, m, g or t (an optional
+   * trailing b is allowed, so 2g, 2gb and 2147483648 are the same), as NVSHMEM and Spark size
+   * settings are written.
    */
-  static ConfKey.Parser<OptionalLong> byteSizeOrAuto() {
+  static ConfKey.Parser<Long> byteSizeAtLeast(long min) {
     return (key, raw, values) -> {
       String v = raw.toLowerCase(Locale.ROOT);
-      if (v.equals("auto")) {
-        return OptionalLong.empty();
-      }
       if (v.endsWith("b")) {
         v = v.substring(0, v.length() - 1);
       }
@@ -80,10 +76,29 @@ final class ValueParsers {
       } catch (NumberFormatException e) {
         throw bad(key, raw, "must be " + values);
       }
-      if (count < 1 || count > (Long.MAX_VALUE >> shift)) {
+      if (count < 1 || count > (Long.MAX_VALUE >> shift) || (count << shift) < min) {
         throw bad(key, raw, "must be " + values);
       }
-      return OptionalLong.of(count << shift);
+      return count << shift;
+    };
+  }
+
+  /** Empty, or an absolute path (executors resolve a relative one against a working directory nobody chose). */
+  static ConfKey.Parser<String> emptyOrAbsolutePath() {
+    return (key, raw, values) -> {
+      if (raw.isEmpty()) {
+        return raw;
+      }
+      boolean absolute;
+      try {
+        absolute = java.nio.file.Path.of(raw).isAbsolute();
+      } catch (java.nio.file.InvalidPathException e) {
+        absolute = false;
+      }
+      if (!absolute) {
+        throw bad(key, raw, "must be " + values);
+      }
+      return raw;
     };
   }
 }

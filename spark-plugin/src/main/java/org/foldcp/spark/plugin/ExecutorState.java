@@ -2,6 +2,7 @@ package org.foldcp.spark.plugin;
 
 import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
+import org.foldcp.ops.gpu.cp.NvshmemTeam;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.ExecutorGpu;
 import org.foldcp.spark.gpu.GpuOwners;
@@ -10,10 +11,18 @@ import org.slf4j.LoggerFactory;
 
 /**
  * What the fold-cp executor plugin bound in this executor JVM: the validated configuration the
- * driver handed over, the CUDA device this executor owns, and that device's GPU state ({@link
- * #gpu}), which tasks borrow instead of opening their own. Tasks read it through {@link
- * #current()} or {@link #require()}; the plugin closes it at executor shutdown, which clears it
- * and closes the GPU state.
+ * driver handed over, the CUDA device this executor owns, that device's GPU state ({@link
+ * #gpu}), which tasks borrow instead of opening their own, and the NVSHMEM team this process
+ * joined ({@link #nvshmemTeam()}), if a GPU team's barrier stage ran here. Tasks read it through
+ * {@link #current()} or {@link #require()}; the plugin closes it at executor shutdown, which
+ * clears it and closes the GPU state.
+ *
+ * <p>Shutdown order: the CP stacks (the team's plans, with their symmetric buffers) belong to the
+ * tasks that made them and are closed, collectively, when those tasks end; then this state closes
+ * the single-GPU state; NVSHMEM itself is finalized last, once, at process exit, by the hook that
+ * {@link NvshmemTeam} registers when the team forms, and only when no plan is open. The state
+ * does not finalize the team itself: finalize is collective, and NVSHMEM initialises once per
+ * process, so nothing could use the device's team afterwards anyway.
  *
  * <p>One per JVM, because an executor JVM runs one executor (in local mode, the driver's).
  */
@@ -107,6 +116,14 @@ public final class ExecutorState implements AutoCloseable {
     return gpus.device(ordinal, conf.gpuConcurrentTasks());
   }
 
+  /**
+   * This process's NVSHMEM team, once a GPU team's barrier stage formed it here (a process joins
+   * one team for life; later stages with the same members reuse it).
+   */
+  public Optional<NvshmemTeam> nvshmemTeam() {
+    return Optional.ofNullable(NvshmemTeam.current());
+  }
+
   /** Threads a task of this executor uses on the CPU backend (spark.foldcp.cpu.threads resolved). */
   public int cpuThreadsPerTask() {
     return conf.cpuThreadsPerTask(taskCpus);
@@ -120,12 +137,24 @@ public final class ExecutorState implements AutoCloseable {
   @Override
   public void close() {
     CURRENT.compareAndSet(this, null);
-    gpus.close();
+    try {
+      gpus.close();
+    } finally {
+      nvshmemTeam().ifPresent(team -> LOG.info("executor {} keeps its NVSHMEM team membership ({}) until the process"
+          + " exits: the tasks closed their CP stacks, and the team's exit hook finalizes NVSHMEM once none is open",
+          executorId, describe(team)));
+    }
+  }
+
+  private static String describe(NvshmemTeam team) {
+    return "PE " + team.rank() + " of " + team.size() + " on GPU " + team.spec().device() + ", members " + team.members();
   }
 
   @Override
   public String toString() {
     String gpu = hasDevice() ? "GPU " + deviceOrdinal + " " + ExecutorGpu.lending(conf.gpuConcurrentTasks()) : "no GPU";
-    return "ExecutorState(executor " + executorId + ", " + gpu + ", " + cpuThreadsPerTask() + " CPU threads per task)";
+    String team = nvshmemTeam().map(t -> ", NVSHMEM " + describe(t)).orElse("");
+    return "ExecutorState(executor " + executorId + ", " + gpu + ", " + cpuThreadsPerTask() + " CPU threads per task"
+        + team + ")";
   }
 }

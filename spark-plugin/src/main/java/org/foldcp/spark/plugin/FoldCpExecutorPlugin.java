@@ -1,10 +1,16 @@
 package org.foldcp.spark.plugin;
 
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
+import java.util.function.IntConsumer;
+import org.apache.spark.ExceptionFailure;
+import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.resource.ResourceInformation;
+import org.foldcp.ops.gpu.cp.TeamException;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.GpuOwners;
 import org.slf4j.Logger;
@@ -18,20 +24,47 @@ import org.slf4j.LoggerFactory;
  * <p>The GPU itself is opened at the first task that borrows it, not here: an executor that only
  * ever runs CPU routes then never holds a CUDA context (hundreds of MiB of device memory), and a
  * GPU the backend cannot use fails or falls back in the task, where backend auto/gpu decides.
+ *
+ * <p>A task that failed with a broken NVSHMEM team ({@link TeamException} anywhere in its failure)
+ * leaves this process unable to join any team again, since NVSHMEM initialises once per process:
+ * like spark-rapids on a fatal CUDA error, the plugin then exits the executor JVM so that Spark
+ * replaces it, and the stage's retry forms a fresh team. It exits a moment later, from a thread
+ * of its own: Spark calls this hook before it reports the task's failure, and an executor that
+ * died at once would leave the driver with "executor lost" instead of the error that names the
+ * missing ranks. Never in local mode, where the "executor" is the driver's JVM: there it logs
+ * the failure loudly instead.
  */
 final class FoldCpExecutorPlugin implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(FoldCpExecutorPlugin.class);
 
+  /** The exit status of an executor recycled for a broken NVSHMEM team (spark-rapids uses 20 for fatal CUDA errors). */
+  static final int TEAM_BROKEN_EXIT_CODE = 21;
+  /** How long the executor lives on after a broken team, for Spark to report the task's failure to the driver. */
+  static final Duration EXIT_GRACE = Duration.ofSeconds(3);
+  /** Spark's executor id of the driver, whose JVM runs the tasks in local mode. */
+  private static final String DRIVER_ID = "driver";
+
   private final Function<String, GpuOwners> gpusOf;
+  private final IntConsumer exit;
+  private final Duration exitGrace;
+  private final AtomicBoolean exiting = new AtomicBoolean();
   private ExecutorState state;
+  private String executorId;
 
   FoldCpExecutorPlugin() {
-    this(ExecutorState::gpusOf);
+    this(ExecutorState::gpusOf, System::exit, EXIT_GRACE);
   }
 
   /** With the GPU state made by {@code gpusOf} from the executor id: tests pass fake backends. */
   FoldCpExecutorPlugin(Function<String, GpuOwners> gpusOf) {
+    this(gpusOf, System::exit, EXIT_GRACE);
+  }
+
+  /** As above, exiting the JVM through {@code exit} after {@code exitGrace}: tests record the call instead. */
+  FoldCpExecutorPlugin(Function<String, GpuOwners> gpusOf, IntConsumer exit, Duration exitGrace) {
     this.gpusOf = gpusOf;
+    this.exit = exit;
+    this.exitGrace = exitGrace;
   }
 
   @Override
@@ -42,6 +75,7 @@ final class FoldCpExecutorPlugin implements ExecutorPlugin {
       throw new IllegalStateException("executor " + ctx.executorID() + " got no fold-cp settings from the driver:"
           + " load " + FoldCpPlugin.class.getName() + " through spark.plugins so that its driver plugin runs");
     }
+    executorId = ctx.executorID();
     FoldCpConf conf = FoldCpConf.from(extraConf);
     Map<String, ResourceInformation> resources = ctx.resources() == null ? Map.of() : ctx.resources();
     int device = GpuBinding.deviceOrdinal(resources, conf.gpuEnabled(), ctx.executorID());
@@ -60,6 +94,59 @@ final class FoldCpExecutorPlugin implements ExecutorPlugin {
     } catch (java.io.IOException e) {
       return "an unknown host";
     }
+  }
+
+  /** Recycles the executor when a task failed with a broken NVSHMEM team (see the class comment). */
+  @Override
+  public void onTaskFailed(TaskFailedReason reason) {
+    String broken = teamFailure(reason);
+    if (broken == null) {
+      return;
+    }
+    if (DRIVER_ID.equals(executorId)) {
+      LOG.error("fold-cp: a task failed with a broken NVSHMEM team ({}). This is the driver's JVM (local mode), which"
+          + " fold-cp does not exit: it cannot join an NVSHMEM team again; restart the application before it runs"
+          + " another GPU team", broken);
+      return;
+    }
+    if (!exiting.compareAndSet(false, true)) {
+      return;
+    }
+    LOG.error("fold-cp: a task failed with a broken NVSHMEM team ({}); NVSHMEM initialises once per process, so"
+        + " executor {} exits (status {}) in {} ms for Spark to replace it and the stage's retry to form a fresh team",
+        broken, executorId, TEAM_BROKEN_EXIT_CODE, exitGrace.toMillis());
+    Thread t = new Thread(() -> {
+      try {
+        Thread.sleep(exitGrace.toMillis());
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      exit.accept(TEAM_BROKEN_EXIT_CODE);
+    }, "foldcp-recycle-executor");
+    t.setDaemon(false); // the JVM must not end some other way before the exit, with another status
+    t.start();
+  }
+
+  /**
+   * The message of the {@link TeamException} in a task failure's cause chain, or null. Where the
+   * exception itself did not survive serialization, Spark's full stack trace text is searched.
+   */
+  static String teamFailure(TaskFailedReason reason) {
+    if (!(reason instanceof ExceptionFailure)) {
+      return null;
+    }
+    ExceptionFailure failure = (ExceptionFailure) reason;
+    Throwable e = failure.exception().isDefined() ? failure.exception().get() : null;
+    for (int depth = 0; e != null && depth < 32; depth++, e = e.getCause()) {
+      if (e instanceof TeamException) {
+        return e.getMessage();
+      }
+    }
+    String trace = failure.fullStackTrace();
+    if (trace != null && trace.contains(TeamException.class.getName())) {
+      return failure.description();
+    }
+    return null;
   }
 
   @Override

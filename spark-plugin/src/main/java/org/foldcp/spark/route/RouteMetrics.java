@@ -23,6 +23,12 @@ public interface RouteMetrics extends Serializable {
   /** Bytes of a, b and z payloads sent from one rank to another (not counting a rank's own share). */
   default void reshardBytes(long bytes) {}
 
+  /**
+   * Bytes a GPU rank's fused reshards sent to other ranks: token -> channel (the projection
+   * epilogue's stores of a and b) and channel -> token (the triangle epilogue's stores of z).
+   */
+  default void fusedReshardBytes(long toChannels, long toTokens) {}
+
   /** Reports nothing. */
   RouteMetrics NONE = new RouteMetrics() {};
 }

@@ -1,16 +1,19 @@
 package org.foldcp.spark.route;
 
 import java.io.Serializable;
+import java.util.Locale;
 import java.util.Objects;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.gpu.cp.StoreRoute;
 
 /**
- * How a route runs, decided on the driver before anything executes: which route, the CP grid,
- * CPU threads per task, and how long a barrier team waits for its members. {@code reason}
- * says why this route was chosen (logged and shown by explain()).
+ * How a route runs, decided on the driver before anything executes: which route, the backend,
+ * how a barrier team moves its reshards (the transport, and for GPU teams the NVSHMEM settings),
+ * the CP grid, CPU threads per task, and how long a barrier team waits for its members.
+ * {@code reason} says why this route was chosen (logged and shown by explain()).
  */
 public final class RoutePlan implements Serializable {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
   /** The ways a TriMul stack can run on Spark (DESIGN.md section 3). */
   public enum Kind {
@@ -22,7 +25,7 @@ public final class RoutePlan implements Serializable {
     SHUFFLE
   }
 
-  /** Where a task computes. CP routes run on the CPU until the NVSHMEM GPU team lands. */
+  /** Where a task computes. */
   public enum Backend {
     /** The CPU backend. */
     CPU,
@@ -32,28 +35,85 @@ public final class RoutePlan implements Serializable {
     AUTO
   }
 
+  /** How the ranks of a barrier plan exchange the reshards. */
+  public enum Transport {
+    /** No team: single-rank plans move nothing, shuffle plans move the reshards through Spark shuffles. */
+    NONE,
+    /** CPU ranks exchanging the payloads over a TCP mesh. */
+    TCP,
+    /** GPU ranks in one NVSHMEM team, the reshards fused into the kernels' stores. */
+    NVSHMEM;
+
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /**
+   * What the GPU ranks of an NVSHMEM plan need: where NVSHMEM is ({@code home}, null to search),
+   * the symmetric heap each rank reserves, and the store route their stacks ask for.
+   */
+  public record Nvshmem(String home, long heapBytes, StoreRoute storeRoute) implements Serializable {
+    public Nvshmem {
+      Objects.requireNonNull(storeRoute, "storeRoute");
+    }
+
+    /** e.g. "store route auto, heap 16384 MiB per GPU, NVSHMEM from a search". */
+    public String describe() {
+      return "store route " + storeRoute.label() + ", heap " + (heapBytes >> 20) + " MiB per GPU, NVSHMEM from "
+          + (home == null ? "a search (NVSHMEM_HOME, pip wheel, java.library.path)" : home);
+    }
+  }
+
   public final Kind kind;
   public final Backend backend;
+  public final Transport transport;
+  /** The GPU team's settings; null unless {@link #transport} is NVSHMEM. */
+  public final Nvshmem nvshmem;
   public final CpGrid grid;
   public final int threadsPerTask;
   public final long barrierTimeoutMillis;
   public final long connectTimeoutMillis;
   public final String reason;
 
+  /** A plan on the CPU backend; a barrier plan's team talks over TCP. */
   public RoutePlan(Kind kind, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis, long connectTimeoutMillis,
                    String reason) {
     this(kind, Backend.CPU, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason);
   }
 
+  /** A plan on {@code backend}; a barrier plan's team talks over TCP (so its backend must be the CPU). */
   public RoutePlan(Kind kind, Backend backend, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis,
                    long connectTimeoutMillis, String reason) {
+    this(kind, backend, kind == Kind.BARRIER ? Transport.TCP : Transport.NONE, null, grid, threadsPerTask,
+        barrierTimeoutMillis, connectTimeoutMillis, reason);
+  }
+
+  /**
+   * Every field. A barrier plan has a team: TCP with CPU ranks, or NVSHMEM with GPU ranks and
+   * its settings; other kinds have none.
+   */
+  public RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
+                   long barrierTimeoutMillis, long connectTimeoutMillis, String reason) {
     this.kind = Objects.requireNonNull(kind, "kind");
     this.backend = Objects.requireNonNull(backend, "backend");
+    this.transport = Objects.requireNonNull(transport, "transport");
+    this.nvshmem = nvshmem;
     this.grid = Objects.requireNonNull(grid, "grid");
     this.threadsPerTask = threadsPerTask;
     this.barrierTimeoutMillis = barrierTimeoutMillis;
     this.connectTimeoutMillis = connectTimeoutMillis;
     this.reason = reason;
+    boolean consistent = switch (transport) {
+      case NONE -> kind != Kind.BARRIER && nvshmem == null;
+      case TCP -> kind == Kind.BARRIER && backend == Backend.CPU && nvshmem == null;
+      case NVSHMEM -> kind == Kind.BARRIER && backend == Backend.GPU && nvshmem != null;
+    };
+    if (!consistent) {
+      throw new IllegalArgumentException("inconsistent route plan: " + describe() + (nvshmem == null ? "" : ", "
+          + nvshmem.describe()) + " (a barrier plan runs CPU ranks over TCP or GPU ranks in an NVSHMEM team"
+          + " with its settings; other routes have no team)");
+    }
   }
 
   public static RoutePlan single(int threadsPerTask, String reason) {
@@ -62,13 +122,30 @@ public final class RoutePlan implements Serializable {
 
   /** The same plan computing on {@code b}. */
   public RoutePlan withBackend(Backend b) {
-    return new RoutePlan(kind, b, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason);
+    return new RoutePlan(kind, b, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
+        connectTimeoutMillis, reason);
   }
 
-  /** e.g. "barrier cp=4 grid=2x2 backend=cpu". */
+  /** The same barrier plan with GPU ranks in an NVSHMEM team. */
+  public RoutePlan withNvshmem(Nvshmem settings) {
+    return new RoutePlan(kind, Backend.GPU, Transport.NVSHMEM, Objects.requireNonNull(settings, "settings"), grid,
+        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason);
+  }
+
+  /**
+   * e.g. "shuffle cp=4 grid=2x2 backend=cpu", "barrier cp=2 grid=2x1 backend=cpu transport=tcp",
+   * "barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto".
+   */
   public String describe() {
-    return kind.name().toLowerCase(java.util.Locale.ROOT) + " cp=" + grid.size() + " grid=" + grid + " backend="
-        + backend.name().toLowerCase(java.util.Locale.ROOT);
+    StringBuilder sb = new StringBuilder(kind.name().toLowerCase(Locale.ROOT)).append(" cp=").append(grid.size())
+        .append(" grid=").append(grid).append(" backend=").append(backend.name().toLowerCase(Locale.ROOT));
+    if (transport != Transport.NONE) {
+      sb.append(" transport=").append(transport.label());
+    }
+    if (nvshmem != null) {
+      sb.append(" storeRoute=").append(nvshmem.storeRoute().label());
+    }
+    return sb.toString();
   }
 
   @Override

@@ -39,11 +39,7 @@ public final class TaskBackends {
       return new CpuTriMul(threads);
     }
     int ordinal = taskGpu();
-    String why = ordinal < 0
-        ? "this task has no GPU: give executors and tasks one (spark.executor.resource.gpu.amount=1,"
-            + " spark.task.resource.gpu.amount=1 and a discovery script; in local mode"
-            + " spark.driver.resource.gpu.amount=1 with spark.driver.resource.gpu.discoveryScript)"
-        : GpuTriMul.availability(ordinal);
+    String why = whyNotGpu(ordinal);
     if (why == null) {
       BorrowedGpu gpu = executorGpu(ordinal).borrow();
       LOG.info("fold-cp task backend: gpu (device {}, borrowed from the executor after {} ms waiting; {})", ordinal,
@@ -51,10 +47,36 @@ public final class TaskBackends {
       return gpu;
     }
     if (backend == RoutePlan.Backend.GPU) {
-      throw new IllegalStateException("fold-cp backend gpu: " + why);
+      throw noGpu(why);
     }
     LOG.warn("fold-cp backend auto: computing on the CPU because {}", why);
     return new CpuTriMul(threads);
+  }
+
+  /**
+   * The ordinal of this task's GPU (as {@link #open} finds it) for work that runs on the GPU or
+   * not at all, such as an NVSHMEM rank; fails saying why this task cannot compute on a GPU.
+   */
+  public static int requireTaskGpu() {
+    int ordinal = taskGpu();
+    String why = whyNotGpu(ordinal);
+    if (why != null) {
+      throw noGpu(why);
+    }
+    return ordinal;
+  }
+
+  /** Null when the GPU backend can run on {@code ordinal} (-1: the task has none), else why not. */
+  private static String whyNotGpu(int ordinal) {
+    return ordinal < 0
+        ? "this task has no GPU: give executors and tasks one (spark.executor.resource.gpu.amount=1,"
+            + " spark.task.resource.gpu.amount=1 and a discovery script; in local mode"
+            + " spark.driver.resource.gpu.amount=1 with spark.driver.resource.gpu.discoveryScript)"
+        : GpuTriMul.availability(ordinal);
+  }
+
+  private static IllegalStateException noGpu(String why) {
+    return new IllegalStateException("fold-cp backend gpu: " + why);
   }
 
   /**

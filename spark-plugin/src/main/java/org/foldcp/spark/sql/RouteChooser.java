@@ -1,10 +1,13 @@
 package org.foldcp.spark.sql;
 
-import java.util.Locale;
 import java.util.Map;
+import java.util.Objects;
+import java.util.function.Function;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.gpu.cp.NativeCp;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.config.SparkKeys;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.RoutePlan.Kind;
 import org.slf4j.Logger;
@@ -12,65 +15,105 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Decides on the driver, before anything runs, how a TriMul stack runs (DESIGN.md section 3):
- * the route kind, the grid and the threads per task, with the reason, which is logged and shown
- * by explain().
+ * the route kind, the backend, the transport of a barrier team, the grid and the threads per
+ * task, with the reason, which is logged and shown by explain().
  *
  * <p>{@code spark.foldcp.route = auto}: cp = 1 runs every complex whole in one task (single);
  * cp > 1 forms a barrier team, unless dynamic allocation is on, because a barrier stage needs all
  * of its cp tasks running at once and Spark refuses barrier stages under dynamic allocation; then
- * the reshards go through Spark shuffles. An explicit route forces its kind.
+ * the reshards go through Spark shuffles. An explicit route forces its kind; route gpu with
+ * cp > 1 is a barrier team of GPU ranks.
+ *
+ * <p>The transport of a barrier team ({@code spark.foldcp.cp.transport}): auto picks nvshmem
+ * (GPU ranks in an NVSHMEM team) when the ranks have GPUs: route gpu, or executors given a GPU
+ * resource, outside local mode (whose tasks all share the driver's JVM, while an NVSHMEM team
+ * needs one process per rank), and where the executors run on this machine, only if the CP GPU
+ * library loads here; otherwise tcp (CPU ranks). A forced nvshmem that cannot run here fails
+ * with the reason. On a cluster the driver cannot see the executors' libraries: there the ranks
+ * check when the stage starts and fail with the reason.
  */
 public final class RouteChooser {
   /** Spark's own keys the choice depends on. */
-  public static final String DYNAMIC_ALLOCATION = "spark.dynamicAllocation.enabled";
-  public static final String TASK_CPUS = "spark.task.cpus";
-  public static final String EXECUTOR_GPUS = "spark.executor.resource.gpu.amount";
+  public static final String DYNAMIC_ALLOCATION = SparkKeys.DYNAMIC_ALLOCATION;
+  public static final String TASK_CPUS = SparkKeys.TASK_CPUS;
+  public static final String EXECUTOR_GPUS = SparkKeys.EXECUTOR_GPUS;
+  public static final String MASTER = SparkKeys.MASTER;
 
   private static final Logger LOG = LoggerFactory.getLogger(RouteChooser.class);
 
   private RouteChooser() {}
 
   /**
+   * What the choice depends on besides the {@code spark.foldcp.*} keys: Spark's settings
+   * ({@code master} may be empty when unknown) and, for the transport, whether the CP GPU
+   * library loads in this JVM ({@code cpLibraryReason}: NVSHMEM home, possibly null, to null
+   * when it loads, else why not; asked only when the executors run on this machine).
+   */
+  public record SparkFacts(boolean dynamicAllocation, int taskCpus, boolean executorGpus, String master,
+                           Function<String, String> cpLibraryReason) {
+    public SparkFacts {
+      master = master == null ? "" : master.trim();
+      Objects.requireNonNull(cpLibraryReason, "cpLibraryReason");
+    }
+
+    /** local or local[n]: every task runs in the driver's JVM. */
+    boolean localMode() {
+      return master.equals("local") || master.startsWith("local[");
+    }
+
+    /** local-cluster[...]: the executors are processes on this machine, which the driver can check for them. */
+    boolean executorsOnThisMachine() {
+      return master.startsWith("local-cluster");
+    }
+  }
+
+  /**
    * The plan for a Spark configuration: its {@code spark.foldcp.*} keys (validated by
    * {@link FoldCpConf}) and the Spark keys above; other keys are ignored.
    */
   public static RoutePlan choose(Map<String, String> settings) {
+    return choose(settings, NativeCp::unavailableReason);
+  }
+
+  /** As above, with {@code cpLibraryReason} standing in for {@link NativeCp#unavailableReason} (tests). */
+  static RoutePlan choose(Map<String, String> settings, Function<String, String> cpLibraryReason) {
     FoldCpConf conf = FoldCpConf.from(settings);
     boolean dynamicAllocation = Boolean.parseBoolean(settings.getOrDefault(DYNAMIC_ALLOCATION, "false").trim());
     int taskCpus = parseTaskCpus(settings.getOrDefault(TASK_CPUS, "1"));
-    boolean executorGpus = parseAmount(settings.get(EXECUTOR_GPUS)) > 0;
-    return choose(conf, dynamicAllocation, taskCpus, executorGpus);
+    boolean executorGpus = SparkKeys.resourceAmount(EXECUTOR_GPUS, settings.get(EXECUTOR_GPUS)) > 0;
+    return choose(conf, new SparkFacts(dynamicAllocation, taskCpus, executorGpus, settings.get(MASTER),
+        cpLibraryReason));
   }
 
   /**
    * The plan for {@code conf} on a cluster with the given facts.
    *
-   * @param executorGpus whether executors are given GPUs (only to warn that auto cannot use them yet)
-   * @throws InvalidInputException when the configured route cannot run with these settings
+   * @throws InvalidInputException when the configured route or transport cannot run with these settings
    */
-  public static RoutePlan choose(FoldCpConf conf, boolean dynamicAllocation, int taskCpus, boolean executorGpus) {
-    int threads = conf.cpuThreadsPerTask(taskCpus);
+  public static RoutePlan choose(FoldCpConf conf, SparkFacts facts) {
+    int threads = conf.cpuThreadsPerTask(facts.taskCpus());
     CpGrid grid = conf.grid();
     int cp = grid.size();
     String route = FoldCpConf.ROUTE.name() + " = " + conf.route().label();
     RoutePlan plan;
     switch (conf.route()) {
       case AUTO:
-        if (cp > 1 && executorGpus && conf.gpuEnabled()) {
-          LOG.warn("fold-cp: executors have GPUs ({} > 0) but context parallelism on GPUs needs the NVSHMEM team,"
-              + " which is not built yet; cp = {} runs on the CPU backend", EXECUTOR_GPUS, cp);
-        }
         if (cp == 1) {
           plan = plan(Kind.SINGLE, grid, threads, conf, route + " and " + FoldCpConf.CP.name() + " = 1: each"
               + " complex runs whole in one task" + (conf.gpuEnabled() ? ", on the task's GPU where it has one"
               + " (sm_90), else on the CPU" : ", on the CPU (" + FoldCpConf.GPU_ENABLED.name() + " = false)"))
               .withBackend(conf.gpuEnabled() ? RoutePlan.Backend.AUTO : RoutePlan.Backend.CPU);
-        } else if (dynamicAllocation) {
+        } else if (facts.dynamicAllocation() && conf.transport() == FoldCpConf.Transport.NVSHMEM) {
+          throw InvalidInputException.of(FoldCpConf.CP_TRANSPORT.name(), "'nvshmem'", "the NVSHMEM team runs as"
+              + " one barrier stage, which needs all cp = " + cp + " tasks at once, and Spark refuses barrier stages"
+              + " when " + DYNAMIC_ALLOCATION + " = true; turn dynamic allocation off, or use transport auto,"
+              + " whose reshards then go through Spark shuffles");
+        } else if (facts.dynamicAllocation()) {
           plan = plan(Kind.SHUFFLE, grid, threads, conf, route + ", cp = " + cp + " and " + DYNAMIC_ALLOCATION
               + " = true: a barrier stage needs all cp tasks at once, which dynamic allocation cannot promise,"
               + " so the reshards go through Spark shuffles");
         } else {
-          plan = plan(Kind.BARRIER, grid, threads, conf, route + ", cp = " + cp + " and a fixed set of"
+          plan = barrier(conf, facts, grid, threads, route + ", cp = " + cp + " and a fixed set of"
               + " executors: one barrier stage of cp tasks exchanges the reshards directly");
         }
         break;
@@ -84,22 +127,18 @@ public final class RouteChooser {
         plan = plan(Kind.SINGLE, grid, threads, conf, route + ": forced, cp = 1");
         break;
       case GPU:
-        if (cp != 1) {
-          throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'gpu'", "the gpu route runs each complex whole"
-              + " on one GPU and needs " + FoldCpConf.CP.name() + " = 1, but " + FoldCpConf.CP.name() + " = " + cp
-              + "; context parallelism across GPUs (the NVSHMEM team) is not built yet: use route auto, barrier"
-              + " or shuffle, which run cp > 1 on the CPU");
+        if (cp == 1) {
+          plan = plan(Kind.SINGLE, grid, threads, conf, route + ": forced, cp = 1, every task on its GPU")
+              .withBackend(RoutePlan.Backend.GPU);
+        } else {
+          refuseDynamicAllocation(facts, "gpu");
+          plan = barrier(conf, facts, grid, threads, route + ": forced, cp = " + cp + ": a barrier stage of cp"
+              + " GPU ranks");
         }
-        plan = plan(Kind.SINGLE, grid, threads, conf, route + ": forced, cp = 1, every task on its GPU")
-            .withBackend(RoutePlan.Backend.GPU);
         break;
       case BARRIER:
-        if (dynamicAllocation) {
-          throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'barrier'", "a barrier stage needs all cp tasks"
-              + " at once and Spark refuses barrier stages when " + DYNAMIC_ALLOCATION + " = true; use route"
-              + " shuffle (or auto) with dynamic allocation");
-        }
-        plan = plan(Kind.BARRIER, grid, threads, conf, route + ": forced");
+        refuseDynamicAllocation(facts, "barrier");
+        plan = barrier(conf, facts, grid, threads, route + ": forced");
         break;
       case SHUFFLE:
         plan = plan(Kind.SHUFFLE, grid, threads, conf, route + ": forced");
@@ -111,6 +150,82 @@ public final class RouteChooser {
     return plan;
   }
 
+  private static void refuseDynamicAllocation(SparkFacts facts, String route) {
+    if (facts.dynamicAllocation()) {
+      throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'" + route + "'", "a barrier stage needs all cp tasks"
+          + " at once and Spark refuses barrier stages when " + DYNAMIC_ALLOCATION + " = true; use route"
+          + " shuffle (or auto) with dynamic allocation");
+    }
+  }
+
+  /** A barrier plan, its transport chosen (see the class comment); {@code why} says why it is a barrier plan. */
+  private static RoutePlan barrier(FoldCpConf conf, SparkFacts facts, CpGrid grid, int threads, String why) {
+    String transport = FoldCpConf.CP_TRANSPORT.name() + " = " + conf.transport().label();
+    boolean gpuRoute = conf.route() == FoldCpConf.Route.GPU;
+    switch (conf.transport()) {
+      case TCP:
+        return plan(Kind.BARRIER, grid, threads, conf, why + "; " + transport + ": CPU ranks over TCP");
+      case NVSHMEM: {
+        String against = nvshmemCannotRun(conf, facts, false);
+        if (against != null) {
+          throw InvalidInputException.of(FoldCpConf.CP_TRANSPORT.name(), "'nvshmem'", "the NVSHMEM team cannot run"
+              + " here: " + against + "; use " + FoldCpConf.CP_TRANSPORT.name() + " = tcp to run the ranks on the CPU");
+        }
+        return nvshmem(conf, grid, threads, why + "; " + transport + ": forced, GPU ranks in an NVSHMEM team");
+      }
+      case AUTO: {
+        String against = nvshmemCannotRun(conf, facts, !gpuRoute);
+        if (against == null) {
+          return nvshmem(conf, grid, threads, why + "; " + transport + ": the ranks have GPUs ("
+              + (gpuRoute ? "route gpu" : EXECUTOR_GPUS + " > 0") + "), so they form an NVSHMEM team, the reshards"
+              + " fused into the kernels' stores");
+        }
+        if (gpuRoute) {
+          throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'gpu'", "with cp = " + grid.size() + " the GPU"
+              + " ranks form an NVSHMEM team, which cannot run here: " + against + "; use route barrier (or auto)"
+              + " to run the ranks on the CPU");
+        }
+        if (facts.executorGpus() && conf.gpuEnabled()) {
+          LOG.warn("fold-cp: the executors have GPUs, but cp = {} runs on the CPU over TCP: {}", grid.size(), against);
+        }
+        return plan(Kind.BARRIER, grid, threads, conf, why + "; " + transport + ": CPU ranks over TCP, since "
+            + against);
+      }
+      default:
+        throw new IllegalStateException("unhandled transport " + conf.transport());
+    }
+  }
+
+  /**
+   * Why an NVSHMEM team of these settings cannot run, or null when nothing the driver can see
+   * stands against it; {@code needExecutorGpus}: whether executors without a GPU resource count
+   * against it (for auto; a forced team meets BarrierPreflight's resource rules instead).
+   */
+  private static String nvshmemCannotRun(FoldCpConf conf, SparkFacts facts, boolean needExecutorGpus) {
+    if (!conf.gpuEnabled()) {
+      return FoldCpConf.GPU_ENABLED.name() + " = false";
+    }
+    if (facts.localMode()) {
+      return "local mode (master " + facts.master() + ") runs every rank in the driver's JVM, and an NVSHMEM team"
+          + " needs one process per rank (use local-cluster[...] or a cluster with one executor per GPU)";
+    }
+    if (needExecutorGpus && !facts.executorGpus()) {
+      return "the executors have no GPUs (" + EXECUTOR_GPUS + " is not set)";
+    }
+    if (facts.executorsOnThisMachine()) {
+      String why = facts.cpLibraryReason().apply(conf.nvshmemHome());
+      if (why != null) {
+        return "the CP GPU library cannot load on this machine, where the executors run: " + why;
+      }
+    }
+    return null;
+  }
+
+  private static RoutePlan nvshmem(FoldCpConf conf, CpGrid grid, int threads, String reason) {
+    return plan(Kind.BARRIER, grid, threads, conf, reason).withNvshmem(
+        new RoutePlan.Nvshmem(conf.nvshmemHome(), conf.nvshmemHeapBytes(), conf.storeRoute()));
+  }
+
   private static RoutePlan plan(Kind kind, CpGrid grid, int threads, FoldCpConf conf, String reason) {
     return new RoutePlan(kind, grid, threads, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(), reason);
   }
@@ -120,18 +235,6 @@ public final class RouteChooser {
       return Integer.parseInt(raw.trim());
     } catch (NumberFormatException e) {
       throw InvalidInputException.of(TASK_CPUS, "'" + raw + "'", "must be an integer >= 1");
-    }
-  }
-
-  /** A Spark resource amount ("1", "0.5"); absent means none. */
-  private static double parseAmount(String raw) {
-    if (raw == null || raw.isBlank()) {
-      return 0;
-    }
-    try {
-      return Double.parseDouble(raw.trim().toLowerCase(Locale.ROOT));
-    } catch (NumberFormatException e) {
-      throw InvalidInputException.of(EXECUTOR_GPUS, "'" + raw + "'", "must be a number");
     }
   }
 }

@@ -26,6 +26,8 @@ final class SqlRouteMetrics implements RouteMetrics {
   static final String RESHARD_TIME = "reshardTime";
   static final String RESHARD_BYTES = "reshardBytes";
   static final String GPU_TILES = "gpuTiles";
+  static final String RESHARD_TO_CHANNELS_BYTES = "reshardToChannelsBytes";
+  static final String RESHARD_TO_TOKENS_BYTES = "reshardToTokensBytes";
 
   private final SQLMetric tiles;
   private final SQLMetric bytesIn;
@@ -34,15 +36,20 @@ final class SqlRouteMetrics implements RouteMetrics {
   private final SQLMetric reshardTime;
   private final SQLMetric reshardBytes;
   private final SQLMetric gpuTiles;
+  private final SQLMetric reshardToChannels;
+  private final SQLMetric reshardToTokens;
 
   private SqlRouteMetrics(SQLMetric tiles, SQLMetric bytesIn, SQLMetric bytesOut, SQLMetric computeTime,
-                          SQLMetric reshardTime, SQLMetric reshardBytes, SQLMetric gpuTiles) {
+                          SQLMetric reshardTime, SQLMetric reshardBytes, SQLMetric reshardToChannels,
+                          SQLMetric reshardToTokens, SQLMetric gpuTiles) {
     this.tiles = tiles;
     this.bytesIn = bytesIn;
     this.bytesOut = bytesOut;
     this.computeTime = computeTime;
     this.reshardTime = reshardTime;
     this.reshardBytes = reshardBytes;
+    this.reshardToChannels = reshardToChannels;
+    this.reshardToTokens = reshardToTokens;
     this.gpuTiles = gpuTiles;
   }
 
@@ -55,6 +62,8 @@ final class SqlRouteMetrics implements RouteMetrics {
         SQLMetrics.createNanoTimingMetric(sc, "TriMul compute time", SQLMetrics.createNanoTimingMetric$default$3()),
         SQLMetrics.createNanoTimingMetric(sc, "reshard time", SQLMetrics.createNanoTimingMetric$default$3()),
         SQLMetrics.createSizeMetric(sc, "bytes resharded between ranks", SQLMetrics.createSizeMetric$default$3()),
+        SQLMetrics.createSizeMetric(sc, "fused reshard bytes token->channel", SQLMetrics.createSizeMetric$default$3()),
+        SQLMetrics.createSizeMetric(sc, "fused reshard bytes channel->token", SQLMetrics.createSizeMetric$default$3()),
         SQLMetrics.createMetric(sc, "tiles computed on a GPU"));
   }
 
@@ -67,6 +76,8 @@ final class SqlRouteMetrics implements RouteMetrics {
     m.put(COMPUTE_TIME, computeTime);
     m.put(RESHARD_TIME, reshardTime);
     m.put(RESHARD_BYTES, reshardBytes);
+    m.put(RESHARD_TO_CHANNELS_BYTES, reshardToChannels);
+    m.put(RESHARD_TO_TOKENS_BYTES, reshardToTokens);
     m.put(GPU_TILES, gpuTiles);
     return m;
   }
@@ -99,6 +110,12 @@ final class SqlRouteMetrics implements RouteMetrics {
   @Override
   public void reshardBytes(long bytes) {
     reshardBytes.add(bytes);
+  }
+
+  @Override
+  public void fusedReshardBytes(long toChannels, long toTokens) {
+    reshardToChannels.add(toChannels);
+    reshardToTokens.add(toTokens);
   }
 
   @Override

@@ -12,28 +12,34 @@ final class TriMulText {
 
   private TriMulText() {}
 
-  /** e.g. "FoldCpTriMul route=shuffle cp=4 grid=2x2 backend=cpu layers=2". */
+  /**
+   * e.g. "FoldCpTriMul route=shuffle cp=4 grid=2x2 backend=cpu layers=2", or for a GPU team
+   * "FoldCpTriMul route=barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto layers=2".
+   */
   static String simple(RoutePlan plan, LayerStack stack) {
     return NODE_NAME + " route=" + plan.describe() + " layers=" + stack.size();
   }
 
   /**
    * The operator's entry in explain("formatted"): under its numbered name, the input columns
-   * (as Spark prints them), then the route, the layers and the reason, a line each.
+   * (as Spark prints them), then the route, the NVSHMEM settings of a GPU team, the layers and
+   * the reason, a line each.
    */
   static String formatted(String formattedNodeName, String inputLine, RoutePlan plan, LayerStack stack) {
     return "\n" + formattedNodeName + "\n" + inputLine + "\n"
         + "Route: " + plan.describe() + " threads=" + plan.threadsPerTask + "\n"
+        + (plan.nvshmem == null ? "" : "NVSHMEM: " + plan.nvshmem.describe() + "\n")
         + "Layers: " + stack.size() + " of D = " + stack.dim() + " " + layers(stack) + "\n"
         + "Reason: " + plan.reason + "\n";
   }
 
   /**
-   * {@link #simple} plus D, threads per task, each layer's spec with the head of its weight
+   * {@link #simple} plus D, threads per task, a GPU team's NVSHMEM settings, each layer's spec with the head of its weight
    * digest (which identifies the values bit for bit), and why the route was chosen.
    */
   static String verbose(RoutePlan plan, LayerStack stack) {
-    return simple(plan, stack) + " D=" + stack.dim() + " threads=" + plan.threadsPerTask + " stack=" + layers(stack)
+    return simple(plan, stack) + " D=" + stack.dim() + " threads=" + plan.threadsPerTask
+        + (plan.nvshmem == null ? "" : " nvshmem=(" + plan.nvshmem.describe() + ")") + " stack=" + layers(stack)
         + " reason=(" + plan.reason + ")";
   }
 

@@ -2,17 +2,18 @@ package org.foldcp.spark.config;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.OptionalLong;
 import java.util.Set;
 import org.apache.spark.SparkConf;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.gpu.cp.StoreRoute;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -29,7 +30,10 @@ class FoldCpConfTest {
     assertEquals(300, c.barrierTimeoutSeconds());
     assertEquals(30000, c.connectTimeoutMs());
     assertTrue(c.gpuEnabled());
-    assertEquals(OptionalLong.empty(), c.symmetricHeapBytes());
+    assertEquals(FoldCpConf.Transport.AUTO, c.transport());
+    assertNull(c.nvshmemHome(), "empty home: search");
+    assertEquals(16L << 30, c.nvshmemHeapBytes());
+    assertEquals(StoreRoute.AUTO, c.storeRoute());
     assertEquals(8, c.weightsCacheEntries());
     for (ConfKey<?> k : FoldCpConf.KEYS) {
       assertFalse(c.isSet(k), k.name());
@@ -58,7 +62,10 @@ class FoldCpConfTest {
         .set("spark.foldcp.barrier.timeoutSeconds", "60")
         .set("spark.foldcp.transport.connectTimeoutMs", "1500")
         .set("spark.foldcp.gpu.enabled", "FALSE")
-        .set("spark.foldcp.nvshmem.symmetricHeapSize", "8g")
+        .set("spark.foldcp.cp.transport", "TCP")
+        .set("spark.foldcp.nvshmem.home", "/opt/nvshmem")
+        .set("spark.foldcp.nvshmem.heapBytes", "8g")
+        .set("spark.foldcp.nvshmem.storeRoute", "Put")
         .set("spark.foldcp.weights.cacheEntries", "0")
         .set("spark.executor.memory", "4g"); // outside the namespace: ignored
     FoldCpConf c = FoldCpConf.from(sc);
@@ -70,7 +77,10 @@ class FoldCpConfTest {
     assertEquals(60, c.barrierTimeoutSeconds());
     assertEquals(1500, c.connectTimeoutMs());
     assertFalse(c.gpuEnabled());
-    assertEquals(OptionalLong.of(8L << 30), c.symmetricHeapBytes());
+    assertEquals(FoldCpConf.Transport.TCP, c.transport());
+    assertEquals("/opt/nvshmem", c.nvshmemHome());
+    assertEquals(8L << 30, c.nvshmemHeapBytes());
+    assertEquals(StoreRoute.PUT, c.storeRoute());
     assertEquals(0, c.weightsCacheEntries());
     assertTrue(c.isSet(FoldCpConf.GRID));
     assertEquals("Barrier", c.asMap().get("spark.foldcp.route"), "values are kept as given, trimmed");
@@ -94,25 +104,28 @@ class FoldCpConfTest {
 
   @ParameterizedTest
   @CsvSource({
-      "1024, 1024",
-      "1k, 1024",
+      "67108864, 67108864",
+      "65536k, 67108864",
       "512m, 536870912",
       "2GB, 2147483648",
+      "16g, 17179869184",
       "1t, 1099511627776"})
   void parsesHeapSizes(String raw, long bytes) {
-    FoldCpConf c = FoldCpConf.from(Map.of("spark.foldcp.nvshmem.symmetricHeapSize", raw));
-    assertEquals(OptionalLong.of(bytes), c.symmetricHeapBytes());
+    FoldCpConf c = FoldCpConf.from(Map.of("spark.foldcp.nvshmem.heapBytes", raw));
+    assertEquals(bytes, c.nvshmemHeapBytes());
   }
 
   @Test
   void asMapRoundTripsToTheSameSettings() {
     FoldCpConf a = FoldCpConf.from(Map.of("spark.foldcp.cp", "6", "spark.foldcp.grid", "3x2",
-        "spark.foldcp.route", "shuffle", "spark.foldcp.nvshmem.symmetricHeapSize", "4g"));
+        "spark.foldcp.route", "shuffle", "spark.foldcp.nvshmem.heapBytes", "4g", "spark.foldcp.nvshmem.home",
+        "/opt/nvshmem"));
     FoldCpConf b = FoldCpConf.from(a.asMap());
     assertEquals(a.asMap(), b.asMap());
     assertEquals(a.grid(), b.grid());
     assertEquals(a.route(), b.route());
-    assertEquals(a.symmetricHeapBytes(), b.symmetricHeapBytes());
+    assertEquals(a.nvshmemHeapBytes(), b.nvshmemHeapBytes());
+    assertEquals(a.nvshmemHome(), b.nvshmemHome());
     assertEquals(FoldCpConf.KEYS.stream().map(ConfKey::name).toList(),
         List.copyOf(b.asMap().keySet()), "asMap lists every key in table order");
   }
@@ -129,9 +142,14 @@ class FoldCpConfTest {
       "spark.foldcp.barrier.timeoutSeconds; 0; must be an integer >= 1",
       "spark.foldcp.transport.connectTimeoutMs; 1.5; must be an integer >= 1",
       "spark.foldcp.gpu.enabled; yes; must be true or false",
-      "spark.foldcp.nvshmem.symmetricHeapSize; 8x; must be auto or a byte count >= 1",
-      "spark.foldcp.nvshmem.symmetricHeapSize; 0; must be auto or a byte count >= 1",
-      "spark.foldcp.nvshmem.symmetricHeapSize; 99999999999t; must be auto or a byte count >= 1",
+      "spark.foldcp.cp.transport; mpi; must be one of auto, tcp, nvshmem",
+      "spark.foldcp.nvshmem.home; nvshmem/lib; must be empty or an absolute path",
+      "spark.foldcp.nvshmem.heapBytes; 8x; must be a byte count >= 64m",
+      "spark.foldcp.nvshmem.heapBytes; 0; must be a byte count >= 64m",
+      "spark.foldcp.nvshmem.heapBytes; 63m; must be a byte count >= 64m",
+      "spark.foldcp.nvshmem.heapBytes; auto; must be a byte count >= 64m",
+      "spark.foldcp.nvshmem.heapBytes; 99999999999t; must be a byte count >= 64m",
+      "spark.foldcp.nvshmem.storeRoute; nvlink; must be one of auto, peer, put",
       "spark.foldcp.weights.cacheEntries; -3; must be an integer >= 0"})
   void badValuesNameKeyValueAndRule(String key, String value, String rule) {
     InvalidInputException e = assertThrows(InvalidInputException.class,
@@ -155,6 +173,33 @@ class FoldCpConfTest {
         () -> FoldCpConf.from(Map.of("spark.foldcp.route", "gpu", "spark.foldcp.gpu.enabled", "false")));
     assertEquals("spark.foldcp.route = 'gpu': route gpu needs spark.foldcp.gpu.enabled = true, but it is false",
         e.getMessage());
+  }
+
+  @Test
+  void nvshmemTransportNeedsGpusAndABarrierRoute() {
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> FoldCpConf.from(Map.of(
+        "spark.foldcp.cp.transport", "nvshmem", "spark.foldcp.gpu.enabled", "false")));
+    assertEquals("spark.foldcp.cp.transport = 'nvshmem': the NVSHMEM team runs its ranks on GPUs and needs"
+        + " spark.foldcp.gpu.enabled = true, but it is false", e.getMessage());
+    e = assertThrows(InvalidInputException.class, () -> FoldCpConf.from(Map.of(
+        "spark.foldcp.cp.transport", "nvshmem", "spark.foldcp.route", "shuffle", "spark.foldcp.cp", "2")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.cp.transport = 'nvshmem': nvshmem is the transport of the"
+        + " barrier route's GPU team, but spark.foldcp.route = shuffle moves the reshards through Spark shuffles;"
+        + " use route auto, gpu or barrier"), e.getMessage());
+    e = assertThrows(InvalidInputException.class, () -> FoldCpConf.from(Map.of(
+        "spark.foldcp.cp.transport", "nvshmem", "spark.foldcp.route", "cpu")));
+    assertTrue(e.getMessage().contains("spark.foldcp.route = cpu computes on the CPU"), e.getMessage());
+  }
+
+  @Test
+  void tcpTransportContradictsGpuRanks() {
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> FoldCpConf.from(Map.of(
+        "spark.foldcp.cp.transport", "tcp", "spark.foldcp.route", "gpu", "spark.foldcp.cp", "2")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.cp.transport = 'tcp': the TCP team computes on the CPU, but"
+        + " spark.foldcp.route = gpu runs the cp = 2 ranks on GPUs"), e.getMessage());
+    // cp = 1 has no team, so the transport does not matter there
+    assertEquals(FoldCpConf.Transport.TCP, FoldCpConf.from(Map.of("spark.foldcp.cp.transport", "tcp",
+        "spark.foldcp.route", "gpu")).transport());
   }
 
   @Test
@@ -206,7 +251,9 @@ class FoldCpConfTest {
       "spark.foldcp.grdi, spark.foldcp.grid",
       "spark.foldcp.cpu.thread, spark.foldcp.cpu.threads",
       "spark.foldcp.weights.cacheEntry, spark.foldcp.weights.cacheEntries",
-      "spark.foldcp.gpu.enable, spark.foldcp.gpu.enabled"})
+      "spark.foldcp.gpu.enable, spark.foldcp.gpu.enabled",
+      "spark.foldcp.nvshmem.heapbytes, spark.foldcp.nvshmem.heapBytes",
+      "spark.foldcp.cp.transprt, spark.foldcp.cp.transport"})
   void suggestsTheKeyATypoWasMeantToBe(String typo, String meant) {
     InvalidInputException e = assertThrows(InvalidInputException.class, () -> FoldCpConf.from(Map.of(typo, "1")));
     assertTrue(e.getMessage().contains("(did you mean " + meant + "?)"), e.getMessage());

@@ -2,11 +2,20 @@ package org.foldcp.spark.plugin;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.time.Duration;
 import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.ExceptionFailure;
+import org.apache.spark.TaskResultLost$;
+import org.apache.spark.scheduler.AccumulableInfo;
+import org.foldcp.ops.gpu.cp.TeamException;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.spark.config.FoldCpConf;
@@ -142,5 +151,51 @@ class FoldCpExecutorPluginTest {
     ExecutorState.bind("b", FoldCpConf.defaults(), 0, 1, FakeGpus.owners("executor b", gpus));
     assertEquals(1, gpus.made().get(0).closes());
     assertThrows(IllegalStateException.class, () -> staleGpus.device(0, 1));
+  }
+
+  @SuppressWarnings("unchecked")
+  private static final scala.collection.immutable.Seq<AccumulableInfo> NO_ACCUMULATORS =
+      (scala.collection.immutable.Seq<AccumulableInfo>) (Object) scala.collection.immutable.Nil$.MODULE$;
+
+  private static ExceptionFailure failure(Throwable e) {
+    return new ExceptionFailure(e, NO_ACCUMULATORS);
+  }
+
+  @Test
+  void aTaskFailedWithABrokenNvshmemTeamRecyclesTheExecutor() throws InterruptedException {
+    BlockingQueue<Integer> exits = new LinkedBlockingQueue<>();
+    FoldCpExecutorPlugin plugin = new FoldCpExecutorPlugin(ExecutorState::gpusOf, exits::add, Duration.ofMillis(50));
+    plugin.init(FakePluginContext.withGpus("3", 1, "0"), DRIVER_SETTINGS);
+    plugin.onTaskFailed(failure(new IllegalStateException("other failure")));
+    plugin.onTaskFailed(TaskResultLost$.MODULE$);
+    TeamException team = new TeamException("barrier rank 0 of cp = 2 (grid 2x1) failed: rank(s) [1] of 2 missing");
+    plugin.onTaskFailed(failure(new RuntimeException("wrapped", team)));
+    plugin.onTaskFailed(failure(team)); // a second rank of this executor's stage: one exit is enough
+    assertEquals(FoldCpExecutorPlugin.TEAM_BROKEN_EXIT_CODE, exits.poll(10, TimeUnit.SECONDS));
+    assertNull(exits.poll(500, TimeUnit.MILLISECONDS), "only a broken team recycles the executor, once");
+    plugin.shutdown();
+  }
+
+  @Test
+  void inLocalModeABrokenTeamIsLoggedButTheDriverKeepsRunning() throws InterruptedException {
+    BlockingQueue<Integer> exits = new LinkedBlockingQueue<>();
+    FoldCpExecutorPlugin plugin = new FoldCpExecutorPlugin(ExecutorState::gpusOf, exits::add, Duration.ZERO);
+    plugin.init(FakePluginContext.withGpus("driver", 1), DRIVER_SETTINGS);
+    plugin.onTaskFailed(failure(new TeamException("NVSHMEM init did not complete")));
+    assertNull(exits.poll(500, TimeUnit.MILLISECONDS), "the driver's JVM is never exited");
+    plugin.shutdown();
+  }
+
+  @Test
+  void aTeamFailureIsFoundInTheStackTraceWhenTheExceptionDidNotTravel() {
+    String trace = "java.lang.IllegalStateException: barrier rank 1 failed\nCaused by: "
+        + TeamException.class.getName() + ": rank(s) [0] did not arrive";
+    ExceptionFailure lost = new ExceptionFailure("java.lang.IllegalStateException", "barrier rank 1 failed",
+        new StackTraceElement[0], trace, scala.Option.empty(), NO_ACCUMULATORS, ExceptionFailure.apply$default$7(),
+        ExceptionFailure.apply$default$8());
+    assertEquals("barrier rank 1 failed", FoldCpExecutorPlugin.teamFailure(lost));
+    assertEquals("deep", FoldCpExecutorPlugin.teamFailure(failure(new RuntimeException(new RuntimeException(
+        new TeamException("deep"))))));
+    assertNull(FoldCpExecutorPlugin.teamFailure(failure(new RuntimeException("no team here"))));
   }
 }

@@ -47,8 +47,8 @@ class CpRoutesTest {
     CpGrid g = CpGrid.parse(grid);
     String explain = ((org.apache.spark.sql.classic.Dataset<Row>) out).queryExecution()
         .explainString(ExplainMode.fromString("simple"));
-    assertTrue(explain.contains("FoldCpTriMul route=" + route + " cp=" + g.size() + " grid=" + g + " backend=cpu"),
-        explain);
+    assertTrue(explain.contains("FoldCpTriMul route=" + route + " cp=" + g.size() + " grid=" + g + " backend=cpu"
+        + (kind == Kind.BARRIER ? " transport=tcp" : "") + " layers="), explain);
 
     List<Row> rows = out.collectAsList();
     int expectedTiles = 0;
@@ -68,6 +68,8 @@ class CpRoutesTest {
     assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.BYTES_OUT) > 0, "bytes out metric");
     assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.COMPUTE_TIME) > 0, "compute time metric");
     assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.RESHARD_BYTES) > 0, "bytes resharded between ranks");
+    assertEquals(0, SparkTestSession.metric(exec, SqlRouteMetrics.RESHARD_TO_CHANNELS_BYTES)
+        + SparkTestSession.metric(exec, SqlRouteMetrics.RESHARD_TO_TOKENS_BYTES), "no fused reshards on the CPU");
   }
 
   @Test

@@ -13,6 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Collectors;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -27,6 +28,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.RoutePlan.Kind;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -107,6 +109,28 @@ class FoldCpTest {
     String digest = stack.get(0).weights().digest().substring(0, 12);
     assertTrue(formatted.contains("weights=" + digest), formatted);
     assertTrue(formatted.contains("spark.foldcp.cp = 1"), "the reason: " + formatted);
+  }
+
+  @Test
+  void explainShowsTheTransportOfABarrierTeam() {
+    Dataset<Row> tiles = SparkTestSession.wholeComplexes(spark);
+    Dataset<Row> cpu = FoldCp.apply(tiles, stack, FoldCpOptions.fromConf().withRoute(Kind.BARRIER).withGrid("2"));
+    assertTrue(explain(cpu, "simple").contains("FoldCpTriMul route=barrier cp=2 grid=2x1 backend=cpu transport=tcp"
+        + " layers=2"), explain(cpu, "simple"));
+
+    // A GPU team as the driver of a cluster with GPU executors plans it; explain() only plans, it runs nothing.
+    RoutePlan gpuPlan = RouteChooser.choose(Map.of("spark.master", "spark://head:7077", "spark.foldcp.cp", "2",
+        "spark.executor.resource.gpu.amount", "1", "spark.foldcp.nvshmem.storeRoute", "put"), home -> null);
+    org.apache.spark.sql.classic.Dataset<Row> classic = (org.apache.spark.sql.classic.Dataset<Row>) tiles;
+    Dataset<Row> gpu = org.apache.spark.sql.classic.Dataset.ofRows(classic.sparkSession(),
+        TriMulNode.over(classic.logicalPlan(), stack, gpuPlan));
+    String simple = explain(gpu, "simple");
+    assertTrue(simple.contains("FoldCpTriMul route=barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=put"
+        + " layers=2"), simple);
+    String formatted = explain(gpu, "formatted");
+    assertTrue(formatted.contains("NVSHMEM: store route put, heap 16384 MiB per GPU, NVSHMEM from a search"), formatted);
+    assertTrue(formatted.contains("spark.foldcp.cp.transport = auto: the ranks have GPUs"), formatted);
+    assertTrue(explain(gpu, "extended").contains("nvshmem=(store route put"), explain(gpu, "extended"));
   }
 
   @Test

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.HashMap;
 import java.util.Map;
+import java.util.function.Function;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.spark.route.RoutePlan;
@@ -13,6 +14,11 @@ import org.foldcp.spark.route.RoutePlan.Kind;
 import org.junit.jupiter.api.Test;
 
 class RouteChooserTest {
+  /** The CP library check of a driver that must not need it (no executors on its machine). */
+  private static final Function<String, String> NO_LIBRARY_CHECK = home -> {
+    throw new AssertionError("the CP library was looked for on the driver");
+  };
+
   private static Map<String, String> conf(String... kv) {
     Map<String, String> m = new HashMap<>();
     for (int i = 0; i < kv.length; i += 2) {
@@ -35,6 +41,8 @@ class RouteChooserTest {
     assertEquals(Kind.BARRIER, p.kind);
     assertEquals(CpGrid.oneD(4), p.grid);
     assertTrue(p.reason.contains("cp = 4"), p.reason);
+    assertEquals(RoutePlan.Transport.TCP, p.transport);
+    assertEquals("barrier cp=4 grid=4x1 backend=cpu transport=tcp", p.describe());
   }
 
   @Test
@@ -48,9 +56,11 @@ class RouteChooserTest {
   }
 
   @Test
-  void autoWithExecutorGpusStillRunsOnTheCpuUntilTheGpuRouteExists() {
+  void autoWithExecutorGpusAndCp1RunsEachComplexOnItsTasksGpu() {
     RoutePlan p = RouteChooser.choose(conf("spark.executor.resource.gpu.amount", "1"));
     assertEquals(Kind.SINGLE, p.kind);
+    assertEquals(RoutePlan.Backend.AUTO, p.backend);
+    assertEquals(RoutePlan.Transport.NONE, p.transport);
   }
 
   @Test
@@ -71,15 +81,28 @@ class RouteChooserTest {
   }
 
   @Test
-  void gpuRouteRunsEachComplexOnItsTasksGpuAndNeedsCp1() {
+  void gpuRouteWithCp1RunsEachComplexOnItsTasksGpu() {
     RoutePlan plan = RouteChooser.choose(conf("spark.foldcp.route", "gpu"));
     assertEquals(Kind.SINGLE, plan.kind);
     assertEquals(RoutePlan.Backend.GPU, plan.backend);
     assertTrue(plan.describe().endsWith("backend=gpu"), plan.describe());
-    InvalidInputException e = assertThrows(InvalidInputException.class,
-        () -> RouteChooser.choose(conf("spark.foldcp.route", "gpu", "spark.foldcp.cp", "2")));
-    assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'gpu': "), e.getMessage());
-    assertTrue(e.getMessage().contains("spark.foldcp.cp = 2") && e.getMessage().contains("NVSHMEM"), e.getMessage());
+  }
+
+  @Test
+  void gpuRouteWithCp2IsABarrierTeamOfGpuRanksAndRefusedWhereItCannotRun() {
+    RoutePlan plan = RouteChooser.choose(conf("spark.foldcp.route", "gpu", "spark.foldcp.cp", "2",
+        "spark.master", "spark://head:7077"), NO_LIBRARY_CHECK);
+    assertEquals(Kind.BARRIER, plan.kind);
+    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto", plan.describe());
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(conf(
+        "spark.foldcp.route", "gpu", "spark.foldcp.cp", "2", "spark.master", "local[4]"), NO_LIBRARY_CHECK));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'gpu': with cp = 2 the GPU ranks form an NVSHMEM"
+        + " team, which cannot run here: local mode (master local[4]) runs every rank in the driver's JVM"),
+        e.getMessage());
+    assertTrue(e.getMessage().endsWith("use route barrier (or auto) to run the ranks on the CPU"), e.getMessage());
+    e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(conf("spark.foldcp.route", "gpu",
+        "spark.foldcp.cp", "2", "spark.dynamicAllocation.enabled", "true"), NO_LIBRARY_CHECK));
+    assertTrue(e.getMessage().contains("spark.dynamicAllocation.enabled = true"), e.getMessage());
   }
 
   @Test

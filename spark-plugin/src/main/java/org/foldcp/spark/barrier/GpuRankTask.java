@@ -1,0 +1,134 @@
+package org.foldcp.spark.barrier;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.apache.spark.BarrierTaskContext;
+import org.apache.spark.SparkEnv;
+import org.foldcp.ops.cp.TileBounds;
+import org.foldcp.ops.gpu.cp.CpGpuStack;
+import org.foldcp.ops.gpu.cp.NativeCp;
+import org.foldcp.ops.gpu.cp.NvshmemTeam;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.TaskBackends;
+import org.foldcp.spark.tiles.TileRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The body of one barrier task of a GPU team (transport nvshmem), that is one CP rank on its
+ * executor's GPU: the NVSHMEM counterpart of {@link RankTask}, with the same input (this rank's
+ * layout tiles) and output (its output tiles cropped to N).
+ * <ol>
+ *   <li>checks that the CP GPU library loads in this executor and that the task has a usable
+ *       GPU (the task's resource or the executor's, never device 0 by assumption);
+ *   <li>agrees with its peers on the layers and the complexes ({@link TeamFormation#announce},
+ *       the TCP team's announcement round), before NVSHMEM is touched;
+ *   <li>forms, or reuses, this executor's NVSHMEM team ({@link NvshmemTeam#form}) through the
+ *       stage's allGather ({@link BarrierRendezvous});
+ *   <li>runs every complex through a {@link CpGpuStack}, one stack per complex shape (N, D) at a
+ *       time: complexes of one shape share a stack, which is closed (collectively, on every rank
+ *       in the same order) before the next shape's is made, so the symmetric heap holds one
+ *       plan at a time.
+ * </ol>
+ * Any failure is rethrown naming this rank; a broken team stays a
+ * {@link org.foldcp.ops.gpu.cp.TeamException}, on which the executor plugin recycles the executor.
+ */
+final class GpuRankTask extends RankBody {
+  private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(GpuRankTask.class);
+
+  GpuRankTask(LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+    super(stack, plan, metrics);
+    if (plan.nvshmem == null) {
+      throw new IllegalArgumentException("GPU ranks need an NVSHMEM plan, not " + plan);
+    }
+  }
+
+  @Override
+  List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
+    int rank = ctx.partitionId();
+    try {
+      SparkEnv env = SparkEnv.get();
+      String why = NativeCp.unavailableReason(plan.nvshmem.home());
+      if (why != null) {
+        throw new IllegalStateException(FoldCpConf.CP_TRANSPORT.name() + " = nvshmem, but the CP GPU library cannot"
+            + " load in executor " + env.executorId() + ": " + why + "; or set " + FoldCpConf.CP_TRANSPORT.name()
+            + "=tcp to run the ranks on the CPU");
+      }
+      int device = TaskBackends.requireTaskGpu();
+      Map<String, TileRecord> mine = RankTask.tilesOf(rank, input, plan.grid);
+      String memberId = TeamFormation.memberId(env);
+      TeamFormation.Agreement agreed = TeamFormation.announce(ctx, plan, stack, mine.values(), memberId);
+      NvshmemTeam team = NvshmemTeam.form(new NvshmemTeam.Spec(device, plan.nvshmem.heapBytes(),
+          Duration.ofMillis(plan.barrierTimeoutMillis), plan.nvshmem.home(), memberId),
+          new BarrierRendezvous(rank, plan.grid.size(), ctx::allGather));
+      return runComplexes(rank, team, agreed.complexes(), mine);
+    } catch (RuntimeException | Error e) {
+      throw RankTask.withRank(plan, rank, e);
+    }
+  }
+
+  private List<TileRecord> runComplexes(int rank, NvshmemTeam team, List<ComplexShape> complexes,
+                                        Map<String, TileRecord> mine) {
+    List<TileRecord> out = new ArrayList<>();
+    long compute = 0;
+    long toChannels = 0;
+    long toTokens = 0;
+    String route = "";
+    for (List<ComplexShape> group : byShape(complexes).values()) {
+      ComplexShape shape = group.get(0);
+      try (CpGpuStack cp = new CpGpuStack(team, plan.grid, shape.nTokens(), 1, stack, plan.nvshmem.storeRoute())) {
+        route = cp.route().label();
+        for (ComplexShape c : group) {
+          TileRecord in = RankTask.layoutTile(c, mine, plan.grid, rank, metrics);
+          requireStackTile(cp.tile(), in, c, rank);
+          long t0 = System.nanoTime();
+          PairTensor y = cp.forward(in.tile);
+          long nanos = System.nanoTime() - t0;
+          compute += nanos;
+          metrics.computeNanos(nanos);
+          metrics.fusedReshardBytes(cp.bytesToChannels(), cp.bytesToTokens());
+          metrics.reshardBytes(cp.bytesToChannels() + cp.bytesToTokens());
+          toChannels += cp.bytesToChannels();
+          toTokens += cp.bytesToTokens();
+          TileRecord o = RankTask.output(c, in, y, metrics);
+          if (o != null) {
+            out.add(o);
+            metrics.gpuTiles(1);
+          }
+        }
+      }
+    }
+    LOG.info("barrier GPU rank {} (NVSHMEM PE {} of {}, GPU {}, store route {}): {} complexes in {} shapes, {} output"
+        + " tiles, compute {} ms (fused reshards included), {} B token->channel and {} B channel->token sent",
+        rank, team.rank(), team.size(), team.spec().device(), route, complexes.size(), byShape(complexes).size(),
+        out.size(), compute / 1_000_000, toChannels, toTokens);
+    return out;
+  }
+
+  /** The complexes grouped by (N, D), groups and members in the agreed order, so every rank makes the same stacks in the same order. */
+  static Map<String, List<ComplexShape>> byShape(List<ComplexShape> complexes) {
+    Map<String, List<ComplexShape>> groups = new LinkedHashMap<>();
+    for (ComplexShape c : complexes) {
+      groups.computeIfAbsent(c.nTokens() + "x" + c.dim(), k -> new ArrayList<>()).add(c);
+    }
+    return groups;
+  }
+
+  /** The route's layout and the GPU stack's must give this rank the same tile (ShardLayout's one layout for both). */
+  private static void requireStackTile(TileBounds want, TileRecord in, ComplexShape c, int rank) {
+    if (in.row0 != want.row0 || in.col0 != want.col0 || in.tile.rows() != want.rows || in.tile.cols() != want.cols) {
+      throw new IllegalStateException("rank " + rank + ": its layout tile of complex " + c + " is (" + in.row0 + ", "
+          + in.col0 + ", " + in.tile.rows() + ", " + in.tile.cols() + "), but the GPU stack expects " + want
+          + ": the barrier route and the GPU CP layout disagree");
+    }
+  }
+}

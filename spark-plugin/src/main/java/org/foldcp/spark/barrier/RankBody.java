@@ -1,0 +1,41 @@
+package org.foldcp.spark.barrier;
+
+import java.io.Serializable;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.spark.BarrierTaskContext;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.tiles.TileRecord;
+import scala.jdk.javaapi.CollectionConverters;
+import scala.runtime.AbstractFunction1;
+
+/**
+ * The body of a barrier task, that is one CP rank: this rank's layout tiles in, its output tiles
+ * (cropped to N) out. The transport decides the rest: {@link RankTask} (CPU ranks over TCP) or
+ * {@link GpuRankTask} (GPU ranks in an NVSHMEM team).
+ */
+abstract class RankBody extends AbstractFunction1<scala.collection.Iterator<TileRecord>, scala.collection.Iterator<TileRecord>>
+    implements Serializable {
+  private static final long serialVersionUID = 1L;
+
+  protected final LayerStack stack;
+  protected final RoutePlan plan;
+  protected final RouteMetrics metrics;
+
+  RankBody(LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+    this.stack = stack;
+    this.plan = plan;
+    this.metrics = metrics;
+  }
+
+  @Override
+  public final scala.collection.Iterator<TileRecord> apply(scala.collection.Iterator<TileRecord> input) {
+    BarrierTaskContext ctx = BarrierTaskContext.get();
+    return CollectionConverters.asScala(run(ctx, CollectionConverters.asJava(input)).iterator());
+  }
+
+  /** Runs rank {@code ctx.partitionId()} on its layout tiles; every output tile before the first leaves the task. */
+  abstract List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input);
+}
