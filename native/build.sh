@@ -15,8 +15,9 @@ java_home="${3:-${JAVA_HOME:-}}"
 jni_resources="${4:-}"
 tag="[fold-cp native]"
 jni_lib="libfoldcp_jni.so"
+cp_lib="libfoldcp_cp_jni.so"   # the CP library: built only where NVSHMEM is found (CMakeLists.txt)
 if [[ -n "$jni_resources" ]]; then
-  rm -f "$jni_resources/amd64/Linux/$jni_lib"
+  rm -f "$jni_resources/amd64/Linux/$jni_lib" "$jni_resources/amd64/Linux/$cp_lib"
   mkdir -p "$jni_resources"
 fi
 if [[ "$skip" == "true" ]]; then
@@ -39,9 +40,32 @@ if [[ -n "$java_home" ]]; then
 fi
 cmake "${cmake_args[@]}" >"$build_dir.log" 2>&1 \
   || { cat "$build_dir.log"; echo "$tag cmake configure failed"; exit 1; }
-rm -f "$build_dir/$jni_lib"  # relinked below when its target exists; never left over from an older configure
+rm -f "$build_dir/$jni_lib" "$build_dir/$cp_lib"  # relinked below when its target exists; never left over from an older configure
 cmake --build "$build_dir" -j 2 >>"$build_dir.log" 2>&1 || { cat "$build_dir.log"; echo "$tag build failed"; exit 1; }
 echo "$tag built: $(cd "$build_dir" && ls *.so 2>/dev/null | tr '\n' ' ')"
+
+system_libs="libcuda.so.1 libc.so.6 libstdc++.so.6 libm.so.6 libgcc_s.so.1 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2"
+# check_and_stage LIB "EXTRA ALLOWED" WHY: fails unless every NEEDED entry of LIB is a system library
+# or in EXTRA ALLOWED, then stages LIB for the operators jar.
+check_and_stage() {
+  local lib="$1" extra="$2" why="$3"
+  if command -v readelf >/dev/null 2>&1; then
+    local needed
+    needed="$(readelf -d "$build_dir/$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
+    for dep in $needed; do
+      if [[ " $system_libs $extra " != *" $dep "* ]]; then
+        echo "$tag $lib needs $dep: $why"
+        exit 1
+      fi
+    done
+    echo "$tag $lib needs: $needed"
+  fi
+  if [[ -n "$jni_resources" ]]; then
+    mkdir -p "$jni_resources/amd64/Linux"
+    cp "$build_dir/$lib" "$jni_resources/amd64/Linux/$lib"
+    echo "$tag staged $jni_resources/amd64/Linux/$lib for the operators jar"
+  fi
+}
 
 if [[ ! -f "$build_dir/$jni_lib" ]]; then
   echo "$tag $jni_lib not built: $(grep -h 'fold-cp: no JNI headers' "$build_dir.log" | sed 's/^-- fold-cp: //' | head -1)"
@@ -49,18 +73,12 @@ if [[ ! -f "$build_dir/$jni_lib" ]]; then
 fi
 # The JNI library must load with nothing but the system libraries: the CUDA runtime is linked
 # statically and opens libcuda.so.1 itself (dlopen) at its first call.
-if command -v readelf >/dev/null 2>&1; then
-  needed="$(readelf -d "$build_dir/$jni_lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' | tr '\n' ' ')"
-  for lib in $needed; do
-    case "$lib" in
-      libcuda.so.1|libc.so.6|libstdc++.so.6|libm.so.6|libgcc_s.so.1|libdl.so.2|libpthread.so.0|librt.so.1|ld-linux-x86-64.so.2) ;;
-      *) echo "$tag $jni_lib needs $lib: only libcuda and the C/C++ system libraries are allowed (static CUDA runtime)"; exit 1 ;;
-    esac
-  done
-  echo "$tag $jni_lib needs: $needed"
+check_and_stage "$jni_lib" "" "only libcuda and the C/C++ system libraries are allowed (static CUDA runtime)"
+
+# The CP library: NVSHMEM's host library is its one extra NEEDED entry (the Java side loads it
+# from where it finds it first).
+if [[ ! -f "$build_dir/$cp_lib" ]]; then
+  echo "$tag $cp_lib not built: $(grep -h 'fold-cp: NVSHMEM not found\|fold-cp: no JNI build' "$build_dir.log" | sed 's/^-- fold-cp: //' | head -1) (the GPU CP route needs it; everything else works without)"
+  exit 0
 fi
-if [[ -n "$jni_resources" ]]; then
-  mkdir -p "$jni_resources/amd64/Linux"
-  cp "$build_dir/$jni_lib" "$jni_resources/amd64/Linux/$jni_lib"
-  echo "$tag staged $jni_resources/amd64/Linux/$jni_lib for the operators jar"
-fi
+check_and_stage "$cp_lib" "libnvshmem_host.so.3" "only NVSHMEM's host library, libcuda and the C/C++ system libraries are allowed"

@@ -86,8 +86,9 @@ __device__ __forceinline__ void layernorm_rows_smem(bf16* xs, int row0, int nrow
 }  // namespace
 
 // ------------------------------------------------------------------------------------------
-// Stage 1. grid (Np/128, Np, B); block = tokens (b, i, k0..k0+127) of the padded grid.
-// Output a_ws[b][c][i][k], b_ws[b][c][i][k] (bf16); zero for padded or masked tokens.
+// Stage 1. grid (ceil(out_cols/128), out_rows, B); block = tokens (b, i, k0..k0+127) (ProjInGeom).
+// Output: a[b][c][i][k], b[b][c][i][k] (bf16) in the plane of the rank owning channel c
+// (AbTarget); zero for padded or masked tokens.
 // W1 rows per group of 8 channels (32 rows): p_in[c], g_in[c], p_in[D+c], g_in[D+c].
 // A chunk = 32 channels = 128 W1 rows; warps 2 (tokens, 64 each) x 4 (channel groups).
 // ------------------------------------------------------------------------------------------
@@ -106,8 +107,8 @@ template <int D>
 __global__ void __launch_bounds__(THREADS, 1)
     proj_in_kernel(const bf16* __restrict__ x, const uint8_t* __restrict__ mask, const bf16* __restrict__ W1,
                    const float* __restrict__ lnw, const float* __restrict__ lnb, const float* __restrict__ pin_b,
-                   const float* __restrict__ gin_b, bf16* __restrict__ a_ws, bf16* __restrict__ b_ws, int N, int Np,
-                   long long sab, float eps) {
+                   const float* __restrict__ gin_b, const __grid_constant__ ProjInGeom geo,
+                   const __grid_constant__ AbTarget tgt, float eps) {
   using C = ProjInCfg<D>;
   extern __shared__ __align__(128) uint8_t smem[];
   bf16* xs = reinterpret_cast<bf16*>(smem);
@@ -120,14 +121,22 @@ __global__ void __launch_bounds__(THREADS, 1)
   const int k0 = blockIdx.x * TOK;
   const int i = blockIdx.y;
   const int b = blockIdx.z;
-  const size_t plane = (size_t)sab;
-  const size_t out_row = (size_t)i * Np + k0;  // offset of (i, k0) within a channel plane
+  const int64_t xr = geo.x_rows, xc = geo.x_cols;
+  // 16-byte chunk `ch` (tokens k0 + 8ch ..) of channel c (0..D-1) of array ab (0 = a, 1 = b) goes
+  // to the rank that owns channel c; chunks at or past store_cols are not stored (they would land
+  // in the next tile's columns of the destination).
+  const int nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - k0 + 7) / 8);
+  auto dst_of = [&](int ab, int c, int ch) -> bf16* {
+    const int q = c / tgt.dloc, cl = c - q * tgt.dloc;
+    bf16* base = reinterpret_cast<bf16*>(ab == 0 ? tgt.a[q] : tgt.b[q]);
+    return base + ((int64_t)b * tgt.dloc + cl) * tgt.plane[q] + (tgt.row0[q] + i) * tgt.ld[q] + tgt.col0[q] + k0 + ch * 8;
+  };
 
   bool any = false;
   if (tid < TOK) {
     const int k = k0 + tid;
-    bool v = (i < N) && (k < N);
-    if (v && mask != nullptr) v = mask[((size_t)b * N + i) * N + k] != 0;
+    bool v = (i < xr) && (k < xc) && (geo.g_row0 + i < geo.n_valid) && (geo.g_col0 + k < geo.n_valid);
+    if (v && mask != nullptr) v = mask[((size_t)b * xr + i) * xc + k] != 0;
     ms[tid] = v ? 1.f : 0.f;
     any = v;
   }
@@ -136,14 +145,13 @@ __global__ void __launch_bounds__(THREADS, 1)
     const uint4 zero = make_uint4(0, 0, 0, 0);
     for (int q = tid; q < 2 * D * (TOK / 8); q += THREADS) {
       const int row = q / (TOK / 8), ch = q % (TOK / 8);
-      bf16* dst = (row < D ? a_ws + ((size_t)b * D + row) * plane : b_ws + ((size_t)b * D + row - D) * plane);
-      *reinterpret_cast<uint4*>(dst + out_row + ch * 8) = zero;
+      if (ch < nchunks) *reinterpret_cast<uint4*>(dst_of(row < D ? 0 : 1, row < D ? row : row - D, ch)) = zero;
     }
     return;
   }
 
-  const bf16* xt = x + (((size_t)b * N + i) * N + k0) * D;
-  const int kvalid = min(TOK, N - k0);
+  const bf16* xt = x + (((size_t)b * xr + i) * xc + k0) * D;
+  const int kvalid = (int)min((int64_t)TOK, xc - k0);
   load_rows<D, C::LD>(s_x, xt, TOK, [&](int r) { return r < kvalid; }, tid);
   cp_async_commit();
   load_rows<D, C::LD>(s_w, W1, 128, [](int) { return true; }, tid);
@@ -224,15 +232,14 @@ __global__ void __launch_bounds__(THREADS, 1)
       const int q = tid + it * THREADS;
       const int row = q >> 4, ch = q & 15;
       const uint4 v = *reinterpret_cast<const uint4*>(outs + row * C::OLD + ch * 8);
-      const int c = j * 32 + (row & 31);
-      bf16* dst = (row < 32 ? a_ws : b_ws) + ((size_t)b * D + c) * plane + out_row + ch * 8;
-      *reinterpret_cast<uint4*>(dst) = v;
+      if (ch < nchunks) *reinterpret_cast<uint4*>(dst_of(row < 32 ? 0 : 1, j * 32 + (row & 31), ch)) = v;
     }
   }
 }
 
 // ------------------------------------------------------------------------------------------
-// Stage 3. grid (Np/128, N, B); block = tokens (b, i, j0..j0+127), j < N stored.
+// Stage 3. grid (ceil(cols/128), rows, B); block = tokens (b, i, j0..j0+127), j < cols stored;
+// x and out are (B, rows, cols, D), z is (B, D) planes of rows x ldz floats (plane stride sz).
 // out = sigmoid(xn g_out^T + bg) * (LN_out(z) p_out^T + bp) (+ x)
 // W3 rows per group of 8 channels (16 rows): p_out[c], g_out[c].
 // A chunk = 32 channels = 64 W3 rows; warps 4 (tokens, 32 each) x 2 (16 channels each).
@@ -255,7 +262,7 @@ __global__ void __launch_bounds__(THREADS, ProjOutCfg<D>::MIN_BLOCKS)
     proj_out_kernel(const bf16* x, const float* __restrict__ z, const bf16* __restrict__ W3,
                     const float* __restrict__ lniw, const float* __restrict__ lnib, const float* __restrict__ lnow,
                     const float* __restrict__ lnob, const float* __restrict__ pout_b, const float* __restrict__ gout_b,
-                    bf16* out, int N, int Np, long long sz, float eps, int residual) {
+                    bf16* out, int rows, int cols, long long ldz, long long sz, float eps, int residual) {
   using C = ProjOutCfg<D>;
   extern __shared__ __align__(128) uint8_t smem[];
   bf16* lzs = reinterpret_cast<bf16*>(smem);
@@ -268,8 +275,8 @@ __global__ void __launch_bounds__(THREADS, ProjOutCfg<D>::MIN_BLOCKS)
   const int j0 = blockIdx.x * TOK;
   const int i = blockIdx.y;
   const int b = blockIdx.z;
-  const int jvalid = min(TOK, N - j0);
-  const size_t tok0 = ((size_t)b * N + i) * N + j0;  // token index of (b, i, j0)
+  const int jvalid = min(TOK, cols - j0);
+  const size_t tok0 = ((size_t)b * rows + i) * cols + j0;  // token index of (b, i, j0)
 
   load_rows<D, C::LD>(s_x, x + tok0 * D, TOK, [&](int r) { return r < jvalid; }, tid);
   cp_async_commit();
@@ -282,7 +289,7 @@ __global__ void __launch_bounds__(THREADS, ProjOutCfg<D>::MIN_BLOCKS)
     const int q = lane >> 4;
     const bool valid = tok < jvalid;
     const size_t cs = (size_t)sz;  // channel stride
-    const float* zp = z + (size_t)b * D * cs + (size_t)i * Np + j0 + tok;
+    const float* zp = z + (size_t)b * D * cs + (size_t)i * ldz + j0 + tok;
     float v[D / 2];
 #pragma unroll
     for (int u = 0; u < D / 4; ++u) {
@@ -405,24 +412,22 @@ cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream
 }
 
 template <int D>
-static cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
-                               int64_t N, int64_t sab, cudaStream_t s) {
-  const int np = (int)padded_n(N);
-  dim3 grid(np / TOK, np, (unsigned)B);
+static cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                               const AbTarget& t, int64_t B, cudaStream_t s) {
+  dim3 grid((unsigned)((g.out_cols + TOK - 1) / TOK), (unsigned)g.out_rows, (unsigned)B);
   proj_in_kernel<D><<<grid, THREADS, ProjInCfg<D>::SMEM, s>>>(
       static_cast<const bf16*>(x), mask, static_cast<const bf16*>(L.w_in), L.ln_in_w, L.ln_in_b, L.p_in_b, L.g_in_b,
-      static_cast<bf16*>(a_ws), static_cast<bf16*>(b_ws), (int)N, np, sab, L.eps);
+      g, t, L.eps);
   return cudaGetLastError();
 }
 
 template <int D>
-static cudaError_t launch_out_t(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t N,
-                                int64_t sz, cudaStream_t s) {
-  const int np = (int)padded_n(N);
-  dim3 grid(np / TOK, (unsigned)N, (unsigned)B);
+static cudaError_t launch_out_t(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
+                                int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  dim3 grid((unsigned)((cols + TOK - 1) / TOK), (unsigned)rows, (unsigned)B);
   proj_out_kernel<D><<<grid, THREADS, ProjOutCfg<D>::SMEM, s>>>(
       static_cast<const bf16*>(x), z, static_cast<const bf16*>(L.w_out), L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
-      L.p_out_b, L.g_out_b, static_cast<bf16*>(out), (int)N, np, sz, L.eps, L.residual);
+      L.p_out_b, L.g_out_b, static_cast<bf16*>(out), (int)rows, (int)cols, ldz, sz, L.eps, L.residual);
   return cudaGetLastError();
 }
 
@@ -451,12 +456,39 @@ cudaError_t prepare_kernels(int dim) {
   }
 }
 
-cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
-                           int64_t N, int64_t sab, cudaStream_t s) {
+cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                              const AbTarget& t, int64_t B, cudaStream_t s) {
   switch (L.dim) {
 #define CASE(d) \
   case d:       \
-    return launch_in_t<d>(L, x, mask, a_ws, b_ws, B, N, sab, s);
+    return launch_in_t<d>(L, x, mask, g, t, B, s);
+    FOLDCP_FOR_EACH_D(CASE)
+#undef CASE
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+// One GPU: the whole padded Np x Np grid is written (zeros outside N), into this GPU's workspace.
+cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
+                           int64_t N, int64_t sab, cudaStream_t s) {
+  const int64_t np = padded_n(N);
+  const ProjInGeom g{N, N, np, np, np, 0, 0, N};
+  AbTarget t{};
+  t.a[0] = static_cast<bf16_raw*>(a_ws);
+  t.b[0] = static_cast<bf16_raw*>(b_ws);
+  t.ld[0] = np;
+  t.plane[0] = sab;
+  t.dloc = L.dim;
+  return launch_proj_in_to(L, x, mask, g, t, B, s);
+}
+
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
+                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  switch (L.dim) {
+#define CASE(d) \
+  case d:       \
+    return launch_out_t<d>(L, x, z, out, B, rows, cols, ldz, sz, s);
     FOLDCP_FOR_EACH_D(CASE)
 #undef CASE
     default:
@@ -466,15 +498,7 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
 
 cudaError_t launch_proj_out(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t N,
                             int64_t sz, cudaStream_t s) {
-  switch (L.dim) {
-#define CASE(d) \
-  case d:       \
-    return launch_out_t<d>(L, x, z, out, B, N, sz, s);
-    FOLDCP_FOR_EACH_D(CASE)
-#undef CASE
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return launch_proj_out_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);
 }
 
 }  // namespace foldcp

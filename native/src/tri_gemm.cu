@@ -10,6 +10,8 @@
 // 8 M-tiles so the A and B panels in flight stay in L2.
 // z is stored channel-major fp32 ([c][i][j], rows of N valid columns, stride Np): each warp
 // writes full 32-byte sectors, and stage 3 reads 128 consecutive tokens of a channel at a time.
+// Under CP the same epilogue writes each token's z into the plane of the rank owning the token
+// (ZTarget): the second all-to-all (channel -> token) fused into the store.
 #include "common.cuh"
 #include "trimul_internal.h"
 
@@ -25,8 +27,8 @@ constexpr int GROUP_M = 8;
 
 template <bool KMAJOR>
 __global__ void __launch_bounds__(tg::THREADS, 1)
-    tri_gemm_kernel(const bf16* __restrict__ A, const bf16* __restrict__ B, float* __restrict__ Z, int N, int Np,
-                    int tilesM, int tilesN, long long sab, long long sz) {
+    tri_gemm_kernel(const bf16* __restrict__ A, const bf16* __restrict__ B, const __grid_constant__ ZTarget zt, int Np,
+                    int tilesM, int tilesN, long long sab) {
   using namespace tg;
   extern __shared__ __align__(128) uint8_t smem[];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -46,7 +48,7 @@ __global__ void __launch_bounds__(tg::THREADS, 1)
   const size_t chan = blockIdx.y;
   const bf16* Ac = A + chan * (size_t)sab;
   const bf16* Bc = B + chan * (size_t)sab;
-  float* Zc = Z + chan * (size_t)sz;
+  const int zb = (int)(chan / zt.dloc), zcl = (int)(chan % zt.dloc);  // batch, local channel
   const uint32_t sbase = smem_u32(smem);
   const int KT = Np / BK;
 
@@ -174,22 +176,31 @@ __global__ void __launch_bounds__(tg::THREADS, 1)
   }
   cp_async_wait<0>();
 
-  // ---- epilogue: fp32 z, channel-major rows ----
+  // ---- epilogue: fp32 z, channel-major rows, each token to the rank that owns it (ZTarget) ----
+  // Tile columns are even (a multiple of 8 under CP), so a float2 pair never straddles two ranks.
   const int g = lane >> 2, t4 = lane & 3;
+  const int N = zt.n_store;
 #pragma unroll
   for (int mt = 0; mt < 4; ++mt) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = m0 + wm * 64 + mt * 16 + g + 8 * h;
       if (row < N) {
-        float* zr = Zc + (size_t)row * Np;
+        const int rg = row / zt.tile_rows;
+        const int rl = row - rg * zt.tile_rows;
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
           const int col = n0 + wn * 64 + nt * 8 + 2 * t4;
-          if (col + 1 < N) {
-            *reinterpret_cast<float2*>(zr + col) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
-          } else if (col < N) {
-            zr[col] = acc[mt][nt][2 * h];
+          if (col < N) {
+            const int cg = col / zt.tile_cols;
+            const int o = rg * zt.grid_cols + cg;
+            float* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] + (int64_t)rl * zt.ld[o] +
+                        (col - cg * zt.tile_cols);
+            if (col + 1 < N) {
+              *reinterpret_cast<float2*>(zr) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+            } else {
+              zr[0] = acc[mt][nt][2 * h];
+            }
           }
         }
       }
@@ -197,19 +208,35 @@ __global__ void __launch_bounds__(tg::THREADS, 1)
   }
 }
 
-cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, float* z, int64_t B, int64_t N,
-                            int64_t sab, int64_t sz, cudaStream_t s) {
-  const int np = (int)padded_n(N);
-  const int tilesM = np / tg::BM;
-  const int tilesN = (np + tg::BN - 1) / tg::BN;
-  dim3 grid(tilesM * tilesN, (unsigned)(B * L.dim));
+cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                               const ZTarget& t, int64_t B, cudaStream_t s) {
+  const int tilesM = (int)(np / tg::BM);
+  const int tilesN = (int)((np + tg::BN - 1) / tg::BN);
+  dim3 grid(tilesM * tilesN, (unsigned)(B * t.dloc));
   const bf16* a = static_cast<const bf16*>(a_ws);
   const bf16* b = static_cast<const bf16*>(b_ws);
   if (L.direction == 0)
-    tri_gemm_kernel<true><<<grid, tg::THREADS, tg::SMEM, s>>>(a, b, z, (int)N, np, tilesM, tilesN, sab, sz);
+    tri_gemm_kernel<true><<<grid, tg::THREADS, tg::SMEM, s>>>(a, b, t, (int)np, tilesM, tilesN, sab);
   else
-    tri_gemm_kernel<false><<<grid, tg::THREADS, tg::SMEM, s>>>(a, b, z, (int)N, np, tilesM, tilesN, sab, sz);
+    tri_gemm_kernel<false><<<grid, tg::THREADS, tg::SMEM, s>>>(a, b, t, (int)np, tilesM, tilesN, sab);
   return cudaGetLastError();
+}
+
+// One GPU: one destination (this workspace's z), every channel, tokens < N.
+cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, float* z, int64_t B, int64_t N,
+                            int64_t sab, int64_t sz, cudaStream_t s) {
+  const int64_t np = padded_n(N);
+  ZTarget t{};
+  t.z[0] = z;
+  t.ld[0] = np;
+  t.plane[0] = sz;
+  t.chans[0] = L.dim;
+  t.chan0[0] = 0;
+  t.tile_rows = t.tile_cols = (int)np;
+  t.grid_cols = 1;
+  t.dloc = L.dim;
+  t.n_store = (int)N;
+  return launch_tri_gemm_to(L, a_ws, b_ws, np, sab, t, B, s);
 }
 
 cudaError_t prepare_tri_gemm() {

@@ -91,6 +91,18 @@ int check_device_ptr(const void* p, const char* name) {
 }  // namespace
 
 namespace foldcp {
+const DevLayer* dev_layer(const foldcp_trimul_layer* layer, int* device) {
+  if (layer == nullptr) return nullptr;
+  if (device) *device = layer->device;
+  return &layer->dl;
+}
+
+int set_error(int status, const std::string& message) {
+  g_err = message;
+  return status;
+}
+void clear_error() { g_err.clear(); }
+
 bool ws_pad_enabled() {
   static const bool on = [] {
     const char* v = std::getenv("FOLDCP_WS_PAD");

@@ -3,9 +3,13 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <cuda_runtime.h>
 
 namespace foldcp {
+
+// bf16 storage without cuda_bf16.h (this header is also read by plain C++ files).
+using bf16_raw = unsigned short;
 
 // Tokens are padded to a multiple of this (masked, zero-valued) inside the workspace only.
 constexpr int64_t kPad = 128;
@@ -56,6 +60,61 @@ struct DevLayer {
   const float* g_out_b;  // D
 };
 
+// ---- Store targets: where the epilogues of stages 1 and 2 write. On one GPU there is one
+// destination (this GPU's workspace); under context parallelism (cp_trimul.cu) there is one per
+// rank, and the same kernels write each value straight into the buffer of the rank that owns it:
+// the two all-to-all reshards ride the epilogues' stores (DESIGN.md section 2). A destination
+// pointer is a peer pointer (nvshmem_ptr) or a local staging area that puts forward afterwards.
+constexpr int kMaxRanks = 16;
+
+// Stage 1 output: channel c (of D) of batch b goes to rank q = c / dloc as plane
+// (b * dloc + c % dloc) of that rank's a/b buffers; token (i, k) of this tile lands at row
+// row0[q] + i, column col0[q] + k of the plane (row stride ld[q], plane stride plane[q]).
+struct AbTarget {
+  bf16_raw* a[kMaxRanks];
+  bf16_raw* b[kMaxRanks];
+  int64_t row0[kMaxRanks];
+  int64_t col0[kMaxRanks];
+  int64_t ld[kMaxRanks];
+  int64_t plane[kMaxRanks];
+  int dloc;
+};
+
+// Which tokens stage 1 reads and writes. x and mask are (B, x_rows, x_cols[, D]); the kernel
+// visits out_rows x out_cols tokens (out_cols rounded up to 128 per CTA) and stores the columns
+// < store_cols; a token is valid (else a = b = 0) when it lies inside x, its global position
+// (g_row0 + i, g_col0 + k) lies inside the N x N grid (n_valid), and its mask is nonzero.
+struct ProjInGeom {
+  int64_t x_rows, x_cols;
+  int64_t out_rows, out_cols, store_cols;
+  int64_t g_row0, g_col0, n_valid;
+};
+
+// Stage 2 output: the triangle GEMM of local plane p = b * dloc + cl (global channel
+// chan_base + cl) computes z for every token (i, j) < n_store of the whole grid; token (i, j)
+// belongs to rank o = (i / tile_rows) * grid_cols + j / tile_cols, which receives it as plane
+// (b * chans[o] + chan0[o] + cl) at row i % tile_rows, column j % tile_cols (fp32).
+struct ZTarget {
+  float* z[kMaxRanks];
+  int64_t ld[kMaxRanks];
+  int64_t plane[kMaxRanks];
+  int chans[kMaxRanks];
+  int chan0[kMaxRanks];
+  int tile_rows, tile_cols, grid_cols;
+  int dloc;
+  int n_store;
+};
+
+}  // namespace foldcp
+struct foldcp_trimul_layer;
+namespace foldcp {
+// The kernels' view of a layer made by foldcp_trimul_create (and the device it lives on).
+const DevLayer* dev_layer(const foldcp_trimul_layer* layer, int* device);
+
+// The per-thread message behind foldcp_last_error(), for the other host files (CP team).
+int set_error(int status, const std::string& message);
+void clear_error();
+
 // Each returns the launch error (cudaGetLastError) of its kernels.
 cudaError_t prepare_kernels(int dim);  // raises dynamic shared-memory limits, once per process/device
 cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
@@ -64,6 +123,15 @@ cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_w
                             int64_t N, int64_t sab, int64_t sz, cudaStream_t s);
 cudaError_t launch_proj_out(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t N,
                             int64_t sz, cudaStream_t s);
+// The general forms the single-GPU launchers above call with one destination, and the CP
+// forward with one per rank. Planes of a/b read by stage 2: B * dloc, each np x np (stride sab).
+// Stage 3 reads z as (B, D) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D).
+cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                              const AbTarget& t, int64_t B, cudaStream_t s);
+cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                               const ZTarget& t, int64_t B, cudaStream_t s);
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
+                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
 // Two versions of stages 1 and 3: v1 (LayerNorm'd tiles in shared memory, proj_kernels.cu) and
 // v2 (A operands in registers, proj_kernels_v2.cu). Measured on one H200 (2026-11-29): stage 1 v1
 // is faster at every D (39.5 vs 50.3 ms at 1x4096^2x256); stage 3 v2 is faster for D >= 192

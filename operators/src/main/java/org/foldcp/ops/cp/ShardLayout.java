@@ -7,7 +7,7 @@ import org.foldcp.ops.InvalidInputException;
  * Where everything lives for a pair tensor of N tokens and D channels on a CP grid
  * (DESIGN.md section 2): token tiles before and after the layer, channel slices in between.
  *
- * <p>N is padded up to a multiple of lcm(cp0, cp1) with masked tokens so that every tile has the
+ * <p>N is padded up to a multiple of 8 lcm(cp0, cp1) with masked tokens so that every tile has the
  * same extent (the GPU kernels want equal tiles); masked tokens contribute exactly zero to every
  * triangle sum, and the padding is cropped on the way out. D is not padded: each rank owns
  * D / cp channels, so D must divide by cp.
@@ -24,6 +24,16 @@ public final class ShardLayout implements Serializable {
   private final int channelsPerRank;
 
   public ShardLayout(CpGrid grid, int n, int dim) {
+    this(grid, n, dim, GPU_TILE_MULTIPLE);
+  }
+
+  /**
+   * As above, with every tile side also a multiple of {@code tileMultiple}: the GPU CP kernels
+   * store 8 tokens (16 bytes of bf16) at a time into the channel owners' planes, so a tile side
+   * must never end inside such a group ({@link #forGpu}).
+   */
+  public ShardLayout(CpGrid grid, int n, int dim, int tileMultiple) {
+    InvalidInputException.require(tileMultiple >= 1, "tile multiple", tileMultiple, "must be >= 1");
     InvalidInputException.require(n >= 1, "N", n, "the number of tokens must be >= 1");
     InvalidInputException.require(dim >= 1, "D", dim, "the pair channel count must be >= 1");
     InvalidInputException.require(dim % grid.size() == 0, "D", dim,
@@ -32,11 +42,24 @@ public final class ShardLayout implements Serializable {
     this.grid = grid;
     this.n = n;
     this.dim = dim;
-    int multiple = lcm(grid.rowGroups(), grid.colGroups());
+    int multiple = lcm(grid.rowGroups(), grid.colGroups()) * tileMultiple;
     this.paddedN = (int) Math.min(Integer.MAX_VALUE, ((long) n + multiple - 1) / multiple * multiple);
     this.tileRows = paddedN / grid.rowGroups();
     this.tileCols = paddedN / grid.colGroups();
     this.channelsPerRank = dim / grid.size();
+  }
+
+  /**
+   * Tile sides are multiples of this many tokens in every layout, CPU routes included, so that a
+   * CPU rank and a GPU rank agree on who holds which token and tiles move between routes
+   * unchanged: the GPU kernels store 8 bf16 tokens (16 bytes) at a time. The extra padding is
+   * masked and costs the CPU at most a few tokens per tile.
+   */
+  public static final int GPU_TILE_MULTIPLE = 8;
+
+  /** The layout of the GPU CP path (the same as the default one: see {@link #GPU_TILE_MULTIPLE}). */
+  public static ShardLayout forGpu(CpGrid grid, int n, int dim) {
+    return new ShardLayout(grid, n, dim, GPU_TILE_MULTIPLE);
   }
 
   static int lcm(int a, int b) {

@@ -105,24 +105,41 @@ public final class NativeLibrary {
    * not exist): the override file if given, else the resource of {@code anchor}'s class loader.
    */
   static Outcome locateAndLoad(Class<?> anchor, String resource, String overridePath) {
+    return locateAndLoad(anchor, resource, overridePath, LIBRARY_FILE, PATH_PROPERTY);
+  }
+
+  /**
+   * Loads another library this jar bundles the same way (the CP library, {@code
+   * org.foldcp.ops.gpu.cp}): {@code overridePath} (from system property {@code overrideProperty})
+   * if given, else the resource {@code /<os.arch>/<os.name>/<fileName>}. Returns null when
+   * loaded, else why not. Remembers nothing: the caller does.
+   */
+  public static String loadBundled(Class<?> anchor, String fileName, String overrideProperty) {
+    String resource = "/" + System.getProperty("os.arch") + "/" + System.getProperty("os.name") + "/" + fileName;
+    return locateAndLoad(anchor, resource, System.getProperty(overrideProperty), fileName, overrideProperty).failure;
+  }
+
+  private static Outcome locateAndLoad(Class<?> anchor, String resource, String overridePath, String fileName,
+      String overrideProperty) {
     if (overridePath != null && !overridePath.isEmpty()) {
       Path p = Paths.get(overridePath).toAbsolutePath();
       if (!Files.isRegularFile(p)) {
-        return Outcome.failed(LIBRARY_FILE + " not found at -D" + PATH_PROPERTY + "=" + overridePath
+        return Outcome.failed(fileName + " not found at -D" + overrideProperty + "=" + overridePath
             + ": the file does not exist");
       }
-      return systemLoad(p, p.toString());
+      return systemLoad(p, p.toString(), fileName);
     }
     URL url = anchor.getResource(resource);
     if (url == null) {
-      return Outcome.failed(missingMessage(resource, System.getProperty("os.name"), System.getProperty("os.arch")));
+      return Outcome.failed(missingMessage(resource, System.getProperty("os.name"), System.getProperty("os.arch"),
+          fileName, overrideProperty));
     }
     Path tmp;
     try {
       String dir = System.getProperty(TMPDIR_PROPERTY);
       Path tmpDir = Paths.get(dir != null && !dir.isEmpty() ? dir : System.getProperty("java.io.tmpdir"));
       Files.createDirectories(tmpDir);
-      tmp = Files.createTempFile(tmpDir, "foldcp_jni", ".so");
+      tmp = Files.createTempFile(tmpDir, fileName.replace(".so", "_"), ".so");
       try (InputStream in = url.openStream()) {
         Files.copy(in, tmp, StandardCopyOption.REPLACE_EXISTING);
       }
@@ -131,7 +148,7 @@ public final class NativeLibrary {
           + " (set -D" + TMPDIR_PROPERTY + " to a writable directory)");
     }
     try {
-      return systemLoad(tmp, url.toString());
+      return systemLoad(tmp, url.toString(), fileName);
     } finally {
       try {
         Files.deleteIfExists(tmp);
@@ -141,25 +158,30 @@ public final class NativeLibrary {
     }
   }
 
-  private static Outcome systemLoad(Path file, String from) {
+  private static Outcome systemLoad(Path file, String from, String fileName) {
     try {
       System.load(file.toString());
       return Outcome.ok(from);
     } catch (UnsatisfiedLinkError | SecurityException e) {
-      return Outcome.failed("could not load " + LIBRARY_FILE + " (from " + from + "): " + e.getMessage());
+      return Outcome.failed("could not load " + fileName + " (from " + from + "): " + e.getMessage());
     }
   }
 
   /** The message for a class path without the library. */
   static String missingMessage(String resource, String osName, String osArch) {
+    return missingMessage(resource, osName, osArch, LIBRARY_FILE, PATH_PROPERTY);
+  }
+
+  private static String missingMessage(String resource, String osName, String osArch, String fileName,
+      String overrideProperty) {
     String platform = osName + "/" + osArch;
     boolean supported = "linux".equals(osName.toLowerCase(Locale.ROOT)) && "amd64".equals(osArch);
     if (!supported) {
-      return LIBRARY_FILE + " is not available for " + platform
+      return fileName + " is not available for " + platform
           + ": the GPU route is built for Linux on amd64 (x86-64) only";
     }
-    return LIBRARY_FILE + " is not in this build: no resource " + resource + " on the class path (the"
+    return fileName + " is not in this build: no resource " + resource + " on the class path (the"
         + " operators jar was built without nvcc or JNI headers, or with -Dfoldcp.native.skip=true);"
-        + " build it where nvcc 13 and a JDK are installed, or point -D" + PATH_PROPERTY + " at the file";
+        + " build it where nvcc 13 and a JDK are installed, or point -D" + overrideProperty + " at the file";
   }
 }

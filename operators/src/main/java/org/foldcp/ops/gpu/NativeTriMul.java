@@ -78,11 +78,25 @@ public final class NativeTriMul {
   public static native void forwardProfiled(long layer, long x, long mask, long out, long batch, long n,
       long workspace, long workspaceBytes, long stream, float[] stageMs);
 
+  /** A native layer constructor with {@link #createLayer}'s parameters (this library's or the CP library's). */
+  @FunctionalInterface
+  public interface LayerCreator {
+    long create(int dim, int direction, boolean residual, float eps,
+        float[] normInWeight, float[] normInBias, float[] pInWeight, float[] gInWeight,
+        float[] normOutWeight, float[] normOutBias, float[] pOutWeight, float[] gOutWeight,
+        float[] pInBias, float[] gInBias, float[] pOutBias, float[] gOutBias);
+  }
+
   /** Creates the native layer of {@code layer} (loads the library first). */
   public static long createLayer(TriMulLayer layer) {
     ensureLoaded();
+    return createLayer(layer, NativeTriMul::createLayer);
+  }
+
+  /** Hands {@code layer}'s spec and weights, in the C API's order, to {@code creator}. */
+  public static long createLayer(TriMulLayer layer, LayerCreator creator) {
     LayerWeights w = layer.weights();
-    return createLayer(w.dim(), layer.direction() == Direction.OUTGOING ? OUTGOING : INCOMING,
+    return creator.create(w.dim(), layer.direction() == Direction.OUTGOING ? OUTGOING : INCOMING,
         layer.spec().residual(), layer.spec().eps(),
         w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B),
         w.get(LayerWeights.P_IN_W), w.get(LayerWeights.G_IN_W),

@@ -11,7 +11,7 @@ import org.foldcp.ops.tensor.PairTensor;
 import org.junit.jupiter.api.Assumptions;
 
 /** Shared pieces of the GPU tests: the skip, test tensors, the poison checks. */
-final class GpuTests {
+public final class GpuTests {
   static final byte POISON = (byte) 0xFF;
   /** bf16 0xFFFF is a NaN: an output element still holding it was never written. */
   static final short POISON_BF16 = (short) 0xFFFF;
@@ -28,7 +28,7 @@ final class GpuTests {
    * A random pair tensor; with {@code mask}, 12% masked positions plus one all-zero row and one
    * all-zero column in every batch element (the cases where a and b vanish along a whole line).
    */
-  static PairTensor input(int b, int n, int d, long seed, boolean mask) {
+  public static PairTensor input(int b, int n, int d, long seed, boolean mask) {
     PairTensor x = PairTensor.random(b, n, d, seed, mask ? 0.12 : 0.0);
     if (mask) {
       for (int bb = 0; bb < b; bb++) {

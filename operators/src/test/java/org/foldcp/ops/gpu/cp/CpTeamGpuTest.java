@@ -1,0 +1,344 @@
+package org.foldcp.ops.gpu.cp;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.foldcp.ops.cp.ShardLayout;
+import org.foldcp.ops.cp.Sharding;
+import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.layer.Direction;
+import org.foldcp.ops.tensor.Bf16;
+import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.ops.testing.Reference64;
+import org.foldcp.ops.testing.Tensors;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.Assumptions;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The CP TriMul on a real NVSHMEM team: every rank is its own JVM ({@link CpTeamRank}), all
+ * sharing GPU 0 (NVSHMEM runs several PEs on one GPU, peer pointers and signals included; their
+ * kernels time-slice, so nothing here is about speed). Each case's output tiles are assembled
+ * and compared with our cp = 1 GPU result and, at N = 100, with the float64 reference, within the
+ * accuracy contract (||out - ref|| / ||ref|| <= 1e-2, no NaN).
+ *
+ * <p>Skips (with the reason) without a usable sm_90 GPU or without the CP library and NVSHMEM.
+ * The rank processes need the test class path: {@code -Dfoldcp.test.classpath=...} (bin/gpu-run
+ * passes it; under Surefire java.class.path is used). {@code -Dfoldcp.test.rankPrefix="cmd args"}
+ * runs every rank under a wrapper, e.g. compute-sanitizer.
+ */
+@Tag("gpu")
+@Tag("cp")
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class CpTeamGpuTest {
+  static final long HEAP = 6L << 30;
+  static final long TIMEOUT_MS = 60_000;
+  private static GpuTriMul gpu;
+
+  @BeforeAll
+  static void start() {
+    String why = GpuTriMul.availability();
+    Assumptions.assumeTrue(why == null, why);
+    String cp = NativeCp.unavailableReason(null);
+    Assumptions.assumeTrue(cp == null, cp);
+    gpu = new GpuTriMul(0);
+  }
+
+  @BeforeEach
+  void forgetInputs() {
+    INPUTS.clear();
+    REFERENCES.clear();
+  }
+
+  @AfterAll
+  static void stop() {
+    if (gpu != null) {
+      gpu.close();
+    }
+  }
+
+  /** Every grid x direction x N, each with both store routes on the same input and weights. */
+  static List<CpCase> grid(List<String> grids, int[] ns, int dim, long seed0) {
+    List<CpCase> cases = new ArrayList<>();
+    for (String g : grids) {
+      long seed = seed0;  // the same weights on every grid: one cp = 1 reference per direction and N
+      for (Direction d : Direction.values()) {
+        for (int n : ns) {
+          for (StoreRoute r : new StoreRoute[] {StoreRoute.PEER, StoreRoute.PUT}) {
+            String name = "g" + g + "-" + d.name().toLowerCase().charAt(0) + n + "-" + r.label();
+            cases.add(new CpCase(name, g, d, n, dim, 1, true, seed % 2 == 0, 1, r, seed, -1, 1));
+          }
+          seed++;
+        }
+      }
+    }
+    return cases;
+  }
+
+  @Test
+  @Order(4)
+  void cp2GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
+    List<CpCase> cases = grid(List.of("2x1", "1x2"), new int[] {100, 1000, 2050}, 64, 11);
+    cases.add(new CpCase("stack3", "2x1", Direction.OUTGOING, 100, 64, 2, true, true, 3, StoreRoute.AUTO, 5, -1, 1));
+    cases.add(new CpCase("stack3put", "1x2", Direction.OUTGOING, 100, 64, 2, true, true, 3, StoreRoute.PUT, 6, -1, 1));
+    cases.add(new CpCase("d128", "2x1", Direction.INCOMING, 300, 128, 1, true, true, 1, StoreRoute.PEER, 7, -1, 1));
+    cases.add(new CpCase("skew", "2x1", Direction.OUTGOING, 100, 64, 1, true, false, 1, StoreRoute.AUTO, 8, 1, 1));
+    cases.add(new CpCase("heap", "2x1", Direction.OUTGOING, 8192, 256, 1, true, false, 1, StoreRoute.AUTO, 9, -1, 1));
+    cases.add(new CpCase("dcp", "3x1", Direction.OUTGOING, 100, 64, 1, true, false, 1, StoreRoute.AUTO, 10, -1, 1));
+    cases.add(new CpCase("leak", "2x1", Direction.INCOMING, 256, 64, 1, true, true, 1, StoreRoute.PEER, 12, -1, 100));
+    cases.add(new CpCase("after", "1x2", Direction.OUTGOING, 128, 32, 1, false, false, 1, StoreRoute.AUTO, 13, -1, 1));
+    Map<String, String> errors = runTeam(dir, 2, cases, Set.of(), List.of());
+
+    for (CpCase c : cases) {
+      switch (c.name()) {
+        case "skew" -> {
+          for (int r = 0; r < 2; r++) {
+            String e = errors.get("skew-" + r);
+            assertTrue(e != null && e.contains("InvalidInputException") && e.contains("weights differ")
+                && e.contains("rank(s) 1"), "rank " + r + ": weights that differ on rank 1 must fail naming it: " + e);
+          }
+        }
+        case "heap" -> {
+          for (int r = 0; r < 2; r++) {
+            String e = errors.get("heap-" + r);
+            assertTrue(e != null && e.contains("symmetric heap is too small") && e.contains("needs ")
+                && e.contains(" bytes"), "rank " + r + ": a plan larger than the heap must fail with the bytes needed: " + e);
+          }
+        }
+        case "dcp" -> {
+          for (int r = 0; r < 2; r++) {
+            String e = errors.get("dcp-" + r);
+            assertTrue(e != null && e.contains("InvalidInputException") && e.contains("64") && e.contains("cp = 3"),
+                "rank " + r + ": D % cp != 0 must fail naming D and cp: " + e);
+          }
+        }
+        default -> checkCase(dir, c, 2, errors);
+      }
+    }
+    for (int r = 0; r < 2; r++) {
+      String[] m = Files.readString(dir.resolve("mem-leak-" + r + ".txt")).trim().split(" ");
+      long before = Long.parseLong(m[0]);
+      long afterClose = Long.parseLong(m[2]);
+      assertEquals(before, afterClose, "rank " + r + ": free device memory after 100 forwards and close ("
+          + afterClose + ") must equal the value before the stack (" + before + ")");
+      assertEquals("0", m[3], "rank " + r + ": Java handles left open after close");
+      assertTrue(Long.parseLong(m[4]) < (1 << 20), "rank " + r + ": the team still holds " + m[4]
+          + " heap bytes after the plan closed (only its control block may stay)");
+    }
+    System.out.println("PASS cp2GridsDirectionsSizesAndRoutes: " + cases.size() + " cases; free device memory after 100"
+        + " forwards and close equals the value before on both ranks");
+  }
+
+  @Test
+  @Order(3)
+  void cp4GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
+    List<CpCase> cases = grid(List.of("4x1", "2x2", "1x4"), new int[] {100, 1000, 2050}, 64, 101);
+    cases.add(new CpCase("stack3", "2x2", Direction.OUTGOING, 100, 128, 2, true, true, 3, StoreRoute.AUTO, 5, -1, 1));
+    Map<String, String> errors = runTeam(dir, 4, cases, Set.of(), List.of());
+    for (CpCase c : cases) {
+      checkCase(dir, c, 4, errors);
+    }
+    System.out.println("PASS cp4GridsDirectionsSizesAndRoutes: " + cases.size() + " cases");
+  }
+
+  @Test
+  @Order(1)
+  void aRankThatNeverJoinsIsNamed(@TempDir Path dir) throws Exception {
+    List<CpCase> cases = List.of(new CpCase("x", "2x1", Direction.OUTGOING, 64, 32, 1, false, false, 1,
+        StoreRoute.AUTO, 1, -1, 1));
+    Map<String, String> errors = runTeam(dir, 2, cases, Set.of(1), List.of(), 5_000, 120);
+    String e = errors.get("team-0");
+    assertTrue(e != null && e.contains("TeamException") && e.contains("rank(s) [1]") && e.contains("5000 ms"),
+        "rank 0 must fail within the timeout naming rank 1: " + e);
+    System.out.println("PASS aRankThatNeverJoinsIsNamed: " + e.trim());
+  }
+
+  /** A cp = 2 case under compute-sanitizer memcheck, when -Dfoldcp.test.sanitizer names the tool. */
+  @Test
+  @Order(2)
+  void memcheckCp2(@TempDir Path dir) throws Exception {
+    String tool = System.getProperty("foldcp.test.sanitizer", "");
+    Assumptions.assumeTrue(!tool.isBlank(), "no -Dfoldcp.test.sanitizer=PATH (bin/gpu-run passes compute-sanitizer)");
+    List<CpCase> cases = List.of(
+        new CpCase("mc-peer", "2x1", Direction.OUTGOING, 100, 64, 1, true, true, 1, StoreRoute.PEER, 3, -1, 1),
+        new CpCase("mc-put", "1x2", Direction.INCOMING, 100, 64, 1, true, true, 1, StoreRoute.PUT, 4, -1, 1));
+    Map<String, String> errors = runTeam(dir, 2, cases, Set.of(),
+        List.of(tool, "--tool", "memcheck", "--error-exitcode", "99", "--print-limit", "20"), TIMEOUT_MS, 150);
+    for (CpCase c : cases) {
+      checkCase(dir, c, 2, errors);
+    }
+    for (int r = 0; r < 2; r++) {
+      String log = Files.readString(dir.resolve("rank-" + r + ".log"));
+      assertTrue(log.contains("ERROR SUMMARY: 0 errors"), "rank " + r + " under memcheck: " + tail(log));
+    }
+    System.out.println("PASS memcheckCp2: compute-sanitizer memcheck, ERROR SUMMARY: 0 errors on both ranks, peer and put");
+  }
+
+  private void checkCase(Path dir, CpCase c, int size, Map<String, String> errors) throws IOException {
+    for (int r = 0; r < size; r++) {
+      assertFalse(errors.containsKey(c.name() + "-" + r), c.name() + " rank " + r + ": " + errors.get(c.name() + "-" + r));
+    }
+    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim());
+    PairTensor[] tiles = new PairTensor[size];
+    for (int r = 0; r < size; r++) {
+      var t = layout.tile(r);
+      tiles[r] = TileFiles.read(dir.resolve("out-" + c.name() + "-" + r + ".bin"), c.batch(), t.rows, t.cols, c.dim());
+      String[] route = Files.readString(dir.resolve("route-" + c.name() + "-" + r + ".txt")).trim().split(" ");
+      String want = c.route() == StoreRoute.PUT ? "put" : "peer";  // AUTO on one GPU: every peer has a pointer
+      assertEquals(want, route[0], c.name() + " rank " + r + ": store route");
+      assertTrue(Long.parseLong(route[1]) > 0 && Long.parseLong(route[2]) > 0, c.name() + ": reshard bytes counted");
+    }
+    PairTensor cp = Sharding.unshard(tiles, layout, false);
+    PairTensor one = reference(c);
+    double err = relativeError(cp, one);
+    assertTrue(!Double.isNaN(err) && err <= 1e-2, c.name() + ": CP vs our cp = 1 GPU result: ||cp - one|| / ||one|| = "
+        + err + " must be <= 1e-2 (NaN never passes)");
+    String f64 = "";
+    if (c.n() <= 128) {
+      f64 = String.format(", vs float64 %.3e",
+          Tensors.assertWithinContract(cp, Reference64.forward(x(c), c.stack(0)), c.name() + ": CP vs float64"));
+    }
+    System.out.printf("ok %-22s cp=%d rel.err vs cp=1 GPU %.3e%s%n", c.name(), size, err, f64);
+  }
+
+  private static final Map<String, PairTensor> INPUTS = new LinkedHashMap<>();
+  private static final Map<String, PairTensor> REFERENCES = new LinkedHashMap<>();
+
+  /** The case's input, made once per shape (cases of one shape share it). */
+  private static PairTensor x(CpCase c) {
+    return INPUTS.computeIfAbsent(c.inputKey(), k -> c.input());
+  }
+
+  /** Our cp = 1 GPU result of the case, made once per input and layer stack. */
+  private static PairTensor reference(CpCase c) {
+    String key = c.inputKey() + "|" + c.direction() + c.biases() + c.layers() + c.seed();
+    return REFERENCES.computeIfAbsent(key, k -> gpu.forward(x(c), c.stack(0)));
+  }
+
+  /** Writes every rank's input tile of every case the test can make an input for. */
+  private static void writeTiles(Path dir, int size, List<CpCase> cases) throws IOException {
+    for (CpCase c : cases) {
+      if (c.n() > 4096 || size != c.cpGrid().size()) {
+        continue;  // cases that must fail before they need an input
+      }
+      ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim());
+      for (int r = 0; r < size; r++) {
+        Path f = dir.resolve(c.tileFile(r));
+        if (!Files.exists(f)) {
+          TileFiles.write(f, Sharding.tile(x(c), layout.tile(r), c.n(), true));
+        }
+      }
+    }
+  }
+
+  /** ||a - b|| / ||b|| over every value (NaN in a gives NaN), without copying either tensor. */
+  static double relativeError(PairTensor a, PairTensor b) {
+    assertEquals(b.shapeString(), a.shapeString(), "shapes");
+    double num = 0;
+    double den = 0;
+    for (int bb = 0; bb < a.batch(); bb++) {
+      for (int i = 0; i < a.rows(); i++) {
+        short[] ra = a.row(bb, i);
+        short[] rb = b.row(bb, i);
+        for (int q = 0; q < ra.length; q++) {
+          double va = Bf16.toFloat(ra[q]);
+          double vb = Bf16.toFloat(rb[q]);
+          if (Double.isNaN(va)) {
+            return Double.NaN;
+          }
+          num += (va - vb) * (va - vb);
+          den += vb * vb;
+        }
+      }
+    }
+    return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-300);
+  }
+
+  static Map<String, String> runTeam(Path dir, int size, List<CpCase> cases, Set<Integer> absent, List<String> prefix)
+      throws Exception {
+    return runTeam(dir, size, cases, absent, prefix, TIMEOUT_MS, 420);
+  }
+
+  /**
+   * Starts the rank processes (all but {@code absent}), waits for them and returns every error
+   * they wrote, keyed "case-rank" (or "team-rank").
+   */
+  static Map<String, String> runTeam(Path dir, int size, List<CpCase> cases, Set<Integer> absent, List<String> prefix,
+      long timeoutMs, int wallSeconds) throws Exception {
+    Files.write(dir.resolve("cases.txt"), cases.stream().map(CpCase::line).toList(), StandardCharsets.UTF_8);
+    writeTiles(dir, size, cases);
+    String java = ProcessHandle.current().info().command().orElse("java");
+    String cp = System.getProperty("foldcp.test.classpath", System.getProperty("java.class.path"));
+    List<Process> ps = new ArrayList<>();
+    for (int r = 0; r < size; r++) {
+      if (absent.contains(r)) {
+        continue;
+      }
+      List<String> cmd = new ArrayList<>(prefix);
+      cmd.addAll(List.of(java, "-Xmx6g", "-cp", cp, CpTeamRank.class.getName(), dir.toString(), "" + r, "" + size,
+          "" + timeoutMs, "" + HEAP));
+      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+          .redirectOutput(dir.resolve("rank-" + r + ".log").toFile());
+      pb.environment().put("NVSHMEM_DISABLE_NVLS", "1");
+      ps.add(pb.start());
+    }
+    long t0 = System.nanoTime();
+    long deadline = t0 + TimeUnit.SECONDS.toNanos(wallSeconds);
+    for (Process p : ps) {
+      long left = deadline - System.nanoTime();
+      if (!p.waitFor(Math.max(1, left), TimeUnit.NANOSECONDS)) {
+        ps.forEach(Process::destroyForcibly);
+        fail("team of " + size + " did not finish in " + wallSeconds + " s; logs: " + logs(dir, size));
+      }
+    }
+    Map<String, String> errors = new LinkedHashMap<>();
+    try (var files = Files.list(dir)) {
+      for (Path f : files.filter(f -> f.getFileName().toString().startsWith("err-")).sorted().toList()) {
+        String key = f.getFileName().toString().replaceFirst("^err-", "").replaceFirst("\\.txt$", "");
+        errors.put(key, Files.readString(f));
+      }
+    }
+    System.out.println("team of " + size + " ran " + cases.size() + " case(s) in " + (System.nanoTime() - t0) / 1_000_000
+        + " ms; errors reported by the ranks: " + errors.keySet());
+    for (int r = 0; r < size; r++) {
+      if (!absent.contains(r) && !errors.containsKey("team-" + r) && !Files.exists(dir.resolve("done-" + r + ".txt"))) {
+        fail("rank " + r + " did not finish its cases; " + errors + "; logs: " + logs(dir, size));
+      }
+    }
+    return errors;
+  }
+
+  private static String logs(Path dir, int size) throws IOException {
+    StringBuilder sb = new StringBuilder();
+    for (int r = 0; r < size; r++) {
+      Path p = dir.resolve("rank-" + r + ".log");
+      if (Files.exists(p)) {
+        sb.append("\n--- rank ").append(r).append(":\n").append(tail(Files.readString(p)));
+      }
+    }
+    return sb.toString();
+  }
+
+  private static String tail(String s) {
+    return s.length() <= 4000 ? s : s.substring(s.length() - 4000);
+  }
+}
