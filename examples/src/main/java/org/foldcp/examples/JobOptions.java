@@ -1,7 +1,9 @@
 package org.foldcp.examples;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Locale;
 import org.foldcp.ops.InvalidInputException;
 
@@ -28,12 +30,17 @@ final class JobOptions {
   String plots = null; // a folder for PNG plots; implies perLayer
   boolean perLayer = false;
   boolean help = false;
+  boolean verbose = false; // stack traces with errors
+  Map<String, String> conf = new LinkedHashMap<>(); // --conf key=value: Spark settings, spark.foldcp.* among them
 
   static final String USAGE = String.join("\n",
       "fold-cp-spark TriMul job: applies a TriMul layer stack to pair tensors on Spark.",
       "",
       "Usage: TriMulJob [options]     (or spark-submit --class org.foldcp.examples.TriMulJob <jar> [options])",
-      "  --master URL        Spark master when not set by spark-submit (default local[*])",
+      "  --master URL        Spark master when not set by spark-submit (default local[*]: the machine's cores;",
+      "                      a barrier route needs cp task slots, e.g. --master local[4] for --cp 4)",
+      "  --conf KEY=VALUE    a Spark setting, e.g. --conf spark.foldcp.gpu.enabled=false (repeatable; the",
+      "                      options below win over it)",
       "  --n N               tokens of each synthetic complex (default 256)",
       "  --dim D             pair channels of the synthetic complexes and weights (default 128)",
       "  --layers L          layers of the generated stack, alternating outgoing/incoming, residual (default 2)",
@@ -46,7 +53,8 @@ final class JobOptions {
       "  --prefix P          key prefix of a layer, e.g. pairformer.layers.0.tri_mul_out. (repeatable;",
       "                      tri_mul_in in a prefix makes the layer incoming, else outgoing; residual on)",
       "  --threads T         CPU threads per task (default spark.task.cpus, or all cores locally)",
-      "  --route R           auto | cpu | gpu | barrier | shuffle (default spark.foldcp.route, auto)",
+      "  --route R           auto | cpu | gpu | barrier | shuffle (default spark.foldcp.route, auto): --route gpu",
+      "                      runs on the tasks' GPUs (cp > 1: a barrier team of GPU ranks), cpu on the CPU",
       "  --cp CP             context-parallel ranks per complex (default spark.foldcp.cp, 1)",
       "  --grid AxB          2-D CP grid with A*B = cp, e.g. 2x2 (default 1-D)",
       "  --transport T       auto | tcp | nvshmem: how barrier ranks reshard, CPU ranks over TCP or GPU ranks",
@@ -56,6 +64,7 @@ final class JobOptions {
       "  --per-layer         run each layer as its own Spark job: progress and time per layer",
       "  --plots DIR         write PNG plots of the first complex to DIR: pair-heatmap.png (channels before",
       "                      and after, the mask) and layer-times.png (per-layer times; implies --per-layer)",
+      "  --verbose           print the stack trace with an error (errors are one line on stderr, exit code 2)",
       "  --help              this text");
 
   static JobOptions parse(String[] args) {
@@ -68,6 +77,10 @@ final class JobOptions {
       }
       if (a.equals("--help") || a.equals("-h")) {
         o.help = true;
+        continue;
+      }
+      if (a.equals("--verbose")) {
+        o.verbose = true;
         continue;
       }
       if (a.equals("--per-layer")) {
@@ -85,7 +98,8 @@ final class JobOptions {
         case "--layers": o.layers = positive(a, v); break;
         case "--complexes": o.complexes = positive(a, v); break;
         case "--threads": o.threads = positive(a, v); break;
-        case "--seed": o.seed = Long.parseLong(v); break;
+        case "--seed": o.seed = integer(a, v); break;
+        case "--conf": setting(o.conf, v); break;
         case "--masked": o.maskedFraction = fraction(a, v); break;
         case "--input": o.input = v; break;
         case "--input-mask": o.inputMask = v; break;
@@ -114,6 +128,21 @@ final class JobOptions {
     } catch (NumberFormatException e) {
       throw InvalidInputException.of(name, "'" + v + "'", "must be an integer >= 1");
     }
+  }
+
+  private static long integer(String name, String v) {
+    try {
+      return Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw InvalidInputException.of(name, "'" + v + "'", "must be an integer");
+    }
+  }
+
+  /** A --conf value, key=value with a non-empty key; spark.foldcp.* keys are checked when Spark starts. */
+  private static void setting(Map<String, String> conf, String v) {
+    int eq = v.indexOf('=');
+    InvalidInputException.require(eq > 0, "--conf", "'" + v + "'", "must be key=value, e.g. spark.foldcp.cp=2");
+    conf.put(v.substring(0, eq).strip(), v.substring(eq + 1));
   }
 
   private static double fraction(String name, String v) {

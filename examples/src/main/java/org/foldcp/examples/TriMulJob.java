@@ -1,5 +1,6 @@
 package org.foldcp.examples;
 
+import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -40,38 +41,65 @@ public final class TriMulJob {
   private TriMulJob() {}
 
   public static void main(String[] args) {
-    JobOptions o;
-    try {
-      o = JobOptions.parse(args);
-    } catch (InvalidInputException e) {
-      System.err.println("error: " + e.getMessage());
-      System.exit(2);
-      return;
-    }
-    if (o.help) {
-      System.out.println(JobOptions.USAGE);
-      return;
-    }
-    SparkSession spark = SparkSession.builder().config(conf(o)).getOrCreate();
-    try {
-      run(spark, o);
-    } catch (InvalidInputException e) {
-      System.err.println("error: " + e.getMessage());
-      System.exit(2);
-    } finally {
-      spark.stop();
+    int rc = execute(args, System.out, System.err);
+    if (rc != 0) {
+      System.exit(rc);
     }
   }
 
-  /** The plugin, the extensions and Kryo; spark-submit's settings win over these defaults. */
+  /**
+   * Runs the job and returns its exit code: 0, or {@link JobErrors#USER_ERROR} after one line on
+   * {@code err} for a failure the user can fix (options, spark.foldcp.* settings, inputs, task
+   * slots); other failures propagate. The job's report goes to {@code out}.
+   */
+  static int execute(String[] args, PrintStream out, PrintStream err) {
+    boolean verbose = java.util.Arrays.asList(args).contains("--verbose"); // also when the other options are bad
+    JobOptions o;
+    try {
+      o = JobOptions.parse(args);
+    } catch (RuntimeException e) {
+      if (JobErrors.report(e, verbose, err)) {
+        return JobErrors.USER_ERROR;
+      }
+      throw e;
+    }
+    if (o.help) {
+      out.println(JobOptions.USAGE);
+      return 0;
+    }
+    Runnable restoreLog = verbose ? () -> { } : JobErrors.quietStackTraces();
+    SparkSession spark = null;
+    try {
+      spark = SparkSession.builder().config(conf(o)).getOrCreate();
+      run(spark, o, out);
+      return 0;
+    } catch (Exception e) { // Spark throws its checked SparkException undeclared
+      if (JobErrors.report(e, verbose, err)) {
+        return JobErrors.USER_ERROR;
+      }
+      throw e;
+    } finally {
+      if (spark != null) {
+        spark.stop();
+      }
+      restoreLog.run();
+    }
+  }
+
+  /**
+   * The plugin, the extensions and Kryo; spark-submit's settings win over these defaults, the
+   * job's --conf settings over both, and its own options (--master, --cp, ...) over all.
+   */
   static SparkConf conf(JobOptions o) {
     SparkConf conf = new SparkConf().setAppName("fold-cp TriMul job");
+    // --conf settings first: the job's own options (--master, --cp, ...) win over them.
+    o.conf.forEach(conf::set);
     if (o.master != null) {
       conf.setMaster(o.master);
     } else if (!conf.contains("spark.master")) {
-      // Local mode: enough task slots for a barrier team of cp ranks even on a small machine.
-      int slots = Math.max(Runtime.getRuntime().availableProcessors(), Math.max(1, o.cp));
-      conf.setMaster("local[" + slots + "]");
+      // Local mode on the machine's cores, as asked: a barrier team larger than that fails its
+      // preflight with the slot count rather than running on slots that do not exist.
+      conf.setMaster("local[*]");
     }
     conf.setIfMissing("spark.plugins", "org.foldcp.spark.plugin.FoldCpPlugin");
     conf.setIfMissing("spark.sql.extensions", "org.foldcp.spark.sql.FoldCpExtensions");
@@ -113,16 +141,20 @@ public final class TriMulJob {
   }
 
   static void run(SparkSession spark, JobOptions o) {
+    run(spark, o, System.out);
+  }
+
+  static void run(SparkSession spark, JobOptions o, PrintStream out) {
     int layerCount = o.weights == null ? o.layers : o.prefixes.size();
     int steps = o.perLayer ? 3 + layerCount + (o.plots != null ? 1 : 0) : 3;
     String summary = (o.input != null ? o.input : o.complexes + " synthetic complexes (N=" + o.n + ", D=" + o.dim + ")")
         + ", " + layerCount + " layers" + (o.perLayer ? ", one Spark job per layer" : "");
     try (JobProgress progress = JobProgress.start(spark, summary, steps)) {
-      run(spark, o, progress);
+      run(spark, o, progress, out);
     }
   }
 
-  private static void run(SparkSession spark, JobOptions o, JobProgress progress) {
+  private static void run(SparkSession spark, JobOptions o, JobProgress progress, PrintStream report) {
     long t0 = System.nanoTime();
     progress.begin("prepare", "inputs and layer weights");
     Dataset<Row> tiles;
@@ -219,11 +251,11 @@ public final class TriMulJob {
       progress.end();
     }
     progress.finish();
-    System.out.println("fold-cp TriMul job");
-    System.out.println("  route       " + (exec == null ? "?" : exec.plan().toString()));
-    System.out.printf(Locale.ROOT, "  complexes   %d x (N=%d, D=%d), layers %d: %s; master %s%n", count, n, d,
+    report.println("fold-cp TriMul job");
+    report.println("  route       " + (exec == null ? "?" : exec.plan().toString()));
+    report.printf(Locale.ROOT, "  complexes   %d x (N=%d, D=%d), layers %d: %s; master %s%n", count, n, d,
         stack.size(), describe(stack), spark.sparkContext().master());
-    System.out.printf(Locale.ROOT, "  stage ms    prepare %.0f | forward incl. data generation (Spark job) %.0f"
+    report.printf(Locale.ROOT, "  stage ms    prepare %.0f | forward incl. data generation (Spark job) %.0f"
         + " | checksum+write %.0f%n", ms(t0, t1), ms(t1, t2), ms(t2, t3));
     if (o.perLayer) {
       StringBuilder sb = new StringBuilder();
@@ -231,32 +263,32 @@ public final class TriMulJob {
         sb.append(l == 0 ? "" : " | ").append(String.format(Locale.ROOT, "%d %s %.0f", l + 1,
             stack.get(l).direction().label(), layerMs[l]));
       }
-      System.out.println("  layer ms    " + sb + " (one Spark job each)");
+      report.println("  layer ms    " + sb + " (one Spark job each)");
     }
     if (!execs.isEmpty()) {
-      System.out.printf(Locale.ROOT, "  metrics     tiles %d | bytes in %d | bytes out %d | compute ms %.1f | reshard ms %.1f%n",
+      report.printf(Locale.ROOT, "  metrics     tiles %d | bytes in %d | bytes out %d | compute ms %.1f | reshard ms %.1f%n",
           sum(execs, "numTiles"), sum(execs, "bytesIn"), sum(execs, "bytesOut"),
           sum(execs, "computeTime") / 1e6, sum(execs, "reshardTime") / 1e6);
       long gpu = sum(execs, "gpuTiles");
       long all = sum(execs, "numTiles");
-      System.out.printf(Locale.ROOT, "  ran on      %s (%d of %d tile forwards on a GPU)%n",
+      report.printf(Locale.ROOT, "  ran on      %s (%d of %d tile forwards on a GPU)%n",
           gpu == 0 ? "cpu" : gpu == all ? "gpu" : "gpu and cpu", gpu, all);
       long toChannels = sum(execs, "reshardToChannelsBytes");
       long toTokens = sum(execs, "reshardToTokensBytes");
       if (toChannels + toTokens > 0) {
-        System.out.printf(Locale.ROOT, "  reshards    fused into the GPU kernels' stores: %d B token->channel,"
+        report.printf(Locale.ROOT, "  reshards    fused into the GPU kernels' stores: %d B token->channel,"
             + " %d B channel->token between ranks%n", toChannels, toTokens);
       }
     }
-    System.out.printf(Locale.ROOT, "  checksum    sum %.6e  sum|.| %.6e%n", checksum, absSum);
+    report.printf(Locale.ROOT, "  checksum    sum %.6e  sum|.| %.6e%n", checksum, absSum);
     if (o.sql) {
-      System.out.println("  sql         " + SqlCheck.compare(spark, tiles, stack, rows));
+      report.println("  sql         " + SqlCheck.compare(spark, tiles, stack, rows));
     }
     if (o.output != null) {
-      System.out.println("  output      " + o.output + " (" + firstId + ")");
+      report.println("  output      " + o.output + " (" + firstId + ")");
     }
     if (!plotFiles.isEmpty()) {
-      System.out.println("  plots       " + String.join(", ", plotFiles));
+      report.println("  plots       " + String.join(", ", plotFiles));
     }
   }
 

@@ -7,9 +7,11 @@ import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.foldcp.ops.cpu.CpuTriMul;
+import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
@@ -23,18 +25,40 @@ class TriMulJobTest {
   @TempDir
   Path tmp;
 
-  private static String run(String... args) {
-    PrintStream stdout = System.out;
-    ByteArrayOutputStream captured = new ByteArrayOutputStream();
-    try {
-      System.setOut(new PrintStream(captured, true, StandardCharsets.UTF_8));
-      TriMulJob.main(args);
-    } finally {
-      System.setOut(stdout);
+  /** What one run of the job gave: its exit code, stdout and stderr (the job's own lines, not the log). */
+  record Outcome(int code, String out, String err) {
+    List<String> errLines() {
+      return err.lines().toList();
     }
-    String out = captured.toString(StandardCharsets.UTF_8);
-    stdout.print(out);
-    return out;
+  }
+
+  private static Outcome execute(String... args) {
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    ByteArrayOutputStream err = new ByteArrayOutputStream();
+    int code = TriMulJob.execute(args, new PrintStream(out, true, StandardCharsets.UTF_8),
+        new PrintStream(err, true, StandardCharsets.UTF_8));
+    Outcome r = new Outcome(code, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+    System.out.print(r.out);
+    System.out.print(r.err);
+    return r;
+  }
+
+  private static String run(String... args) {
+    Outcome r = execute(args);
+    assertEquals(0, r.code, r.err);
+    return r.out;
+  }
+
+  /** A failure the user can fix: exit code 2 and exactly one line on stderr, which contains every {@code expected}. */
+  private static String oneLineError(Outcome r, String... expected) {
+    assertEquals(2, r.code, r.out + r.err);
+    assertEquals(1, r.errLines().size(), r.err);
+    String line = r.errLines().get(0);
+    assertTrue(line.startsWith("error: "), line);
+    for (String e : expected) {
+      assertTrue(line.contains(e), "'" + e + "' in: " + line);
+    }
+    return line;
   }
 
   private static String checksum(String out) {
@@ -81,6 +105,53 @@ class TriMulJobTest {
     String out = run("--help");
     assertTrue(out.contains("--cp CP") && out.contains("--route R") && out.contains("--weights FILE"), out);
     assertTrue(out.contains("--transport T       auto | tcp | nvshmem"), out);
+    assertTrue(out.contains("auto | cpu | gpu | barrier | shuffle") && out.contains("--route gpu"), out);
+    assertTrue(out.contains("--conf KEY=VALUE") && out.contains("--master URL") && out.contains("--verbose"), out);
+  }
+
+  @Test
+  void badOptionsAreOneLineAndExitTwoAndVerboseAddsTheStackTrace() {
+    oneLineError(execute("--bogus", "1"), "option = --bogus", "is not known");
+    oneLineError(execute("--n", "0"), "--n = 0", "must be an integer >= 1");
+    oneLineError(execute("--seed", "x"), "--seed = 'x'", "must be an integer");
+    oneLineError(execute("--conf", "spark.foldcp.cp"), "--conf = 'spark.foldcp.cp'", "must be key=value");
+    Outcome verbose = execute("--bogus", "1", "--verbose");
+    assertEquals(2, verbose.code);
+    assertTrue(verbose.errLines().size() > 1 && verbose.err.contains("\tat org.foldcp.examples.JobOptions"), verbose.err);
+  }
+
+  @Test
+  void badFoldCpSettingsAreOneLineAndExitTwo() {
+    String[] small = {"--n", "16", "--dim", "16", "--complexes", "1", "--master", "local[2]"};
+    // an unknown key, through --conf and through a system property (how spark-submit --conf reaches the job)
+    oneLineError(execute(concat(small, "--conf", "spark.foldcp.rout=gpu")), "spark.foldcp.rout = 'gpu'",
+        "did you mean spark.foldcp.route?");
+    System.setProperty("spark.foldcp.rout", "gpu");
+    try {
+      oneLineError(execute(small), "spark.foldcp.rout = 'gpu'", "did you mean spark.foldcp.route?");
+    } finally {
+      System.clearProperty("spark.foldcp.rout");
+    }
+    oneLineError(execute(concat(small, "--cp", "4", "--grid", "3x2")), "spark.foldcp.grid");
+    oneLineError(execute(concat(small, "--route", "sideways")), "spark.foldcp.route = 'sideways'");
+    oneLineError(execute(concat(small, "--conf", "spark.foldcp.cp=zero")), "spark.foldcp.cp = 'zero'");
+    if (GpuTriMul.availability() != null) { // no usable GPU here: route gpu must say so in one line
+      oneLineError(execute(concat(small, "--route", "gpu")), "gpu");
+    }
+  }
+
+  @Test
+  void localModeKeepsTheSlotsItWasGivenAndTheBarrierPreflightSaysSo() {
+    String line = oneLineError(execute("--n", "16", "--dim", "16", "--complexes", "1", "--master", "local[2]",
+        "--cp", "4", "--route", "barrier", "--transport", "tcp"), "cp = 4", "only 2 task slots", "local[2]");
+    assertTrue(!line.contains("\tat "), line);
+    // --conf reaches the SparkConf, and --master wins over a spark.master given there
+    JobOptions o = JobOptions.parse(new String[] {"--conf", "spark.foldcp.cpu.threads=3", "--conf", "spark.master=local[3]"});
+    assertEquals("3", TriMulJob.conf(o).get("spark.foldcp.cpu.threads"));
+    assertEquals("local[3]", TriMulJob.conf(o).get("spark.master"));
+    o = JobOptions.parse(new String[] {"--conf", "spark.master=local[3]", "--master", "local[1]"});
+    assertEquals("local[1]", TriMulJob.conf(o).get("spark.master"));
+    assertEquals("local[*]", TriMulJob.conf(JobOptions.parse(new String[] {"--cp", "8"})).get("spark.master"));
   }
 
   private static String[] concat(String[] a, String... b) {
