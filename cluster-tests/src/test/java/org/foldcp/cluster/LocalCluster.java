@@ -28,9 +28,9 @@ import org.foldcp.spark.plugin.FoldCpKryoRegistrator;
  * path. So the executors see fold-cp only through the assembled Spark home, and every tile that a
  * route moves between tasks is really serialized across processes.
  *
- * <p>The application serializes with Kryo and fold-cp's registrator, as
- * conf/spark-defaults.conf.template configures a cluster. It does not load the fold-cp plugin:
- * the routes take their plan explicitly and need nothing from it.
+ * <p>The application serializes with Kryo and fold-cp's registrator, as the templates
+ * conf/spark-defaults.{cpu,gpu}.conf.template configure a cluster. It does not load the fold-cp
+ * plugin: the routes take their plan explicitly and need nothing from it.
  *
  * <p>A broken executor (one that dies at start, or a task that hangs) fails the tests within
  * bounded time with the first error the executors logged, instead of Spark relaunching
@@ -196,12 +196,14 @@ final class LocalCluster implements AutoCloseable {
     }
   }
 
-  private static String firstErrorLine(Path stderr) {
+  /** The first line of a log that reports an error: Spark's ERROR lines, exceptions, the job's "error:" lines. */
+  static String firstErrorLine(Path stderr) {
     if (!Files.isRegularFile(stderr)) {
       return "no stderr";
     }
     try (Stream<String> lines = Files.lines(stderr)) {
-      return lines.filter(l -> l.contains("ERROR") || l.contains("Exception")).findFirst().orElse("no error logged");
+      return lines.filter(l -> l.contains("ERROR") || l.contains("Exception") || l.startsWith("error:"))
+          .findFirst().orElse("no error logged");
     } catch (IOException e) {
       return "unreadable stderr: " + e.getMessage();
     }

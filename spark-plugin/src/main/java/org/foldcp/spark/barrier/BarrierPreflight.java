@@ -118,11 +118,56 @@ public final class BarrierPreflight {
         return;
       }
     }
-    throw InvalidInputException.of("cp", cp + " (grid " + plan.grid + ")",
-        "the barrier route runs all cp ranks at once, one task slot each, but only " + slots + " task slots are available ("
-            + describeSlots(sc) + "), so Spark would wait for slots that never come; use fewer ranks ("
-            + FoldCpConf.CP.name() + " <= " + slots + "), more cores or executors, or " + FoldCpConf.ROUTE.name()
-            + "=shuffle");
+    // executors registered, without the driver
+    int executors = sc.isLocal() ? 0 : Math.max(0, sc.statusTracker().getExecutorInfos().length - 1);
+    throw slotShortage(plan, slots, sc.getConf(), sc.isLocal() ? sc.master() : null, executors);
+  }
+
+  /**
+   * The error for too few task slots, naming the cause where the settings show it: executors
+   * that ask for resources (GPUs) no worker offered, so none registered; and the fix, which is
+   * fewer ranks only when there is at least one slot.
+   *
+   * @param localMaster the master in local mode, null on a cluster
+   * @param executors executors registered (on a cluster)
+   */
+  static InvalidInputException slotShortage(RoutePlan plan, int slots, SparkConf conf, String localMaster,
+      int executors) {
+    int cp = plan.grid.size();
+    String taskCpus = "spark.task.cpus = " + conf.get("spark.task.cpus", "1");
+    String have = localMaster != null ? "master " + localMaster + ", " + taskCpus
+        : executors + " executors registered, " + taskCpus;
+    String fix;
+    if (localMaster == null && executors == 0) {
+      String waited = "no executor registered within " + plan.barrierTimeoutMillis / 1000 + " s ("
+          + FoldCpConf.BARRIER_TIMEOUT_SECONDS.name() + ")";
+      String requests = resourceRequests(conf);
+      fix = requests.isEmpty()
+          ? waited + ": check that the workers are up and offer the cores and memory each executor asks for ("
+              + EXECUTOR_CORES + ", spark.executor.memory)"
+          : waited + ", and executors ask for resources (" + requests + ") that only workers offering them"
+              + " (found by a discovery script) can give: on workers without GPUs drop these settings"
+              + " (conf/spark-defaults.cpu.conf.template has none), or give the workers GPUs";
+    } else {
+      fix = (slots >= 1 ? "use fewer ranks (" + FoldCpConf.CP.name() + " <= " + slots + "), " : "")
+          + "more cores or executors, or " + FoldCpConf.ROUTE.name() + "=shuffle";
+    }
+    return InvalidInputException.of("cp", cp + " (grid " + plan.grid + ")",
+        "the barrier route runs all cp ranks at once, one task slot each, but only " + slots
+            + " task slots are available (" + have + "), so Spark would wait for slots that never come; " + fix);
+  }
+
+  /** The executor and task resource amounts set (spark.executor.resource.gpu.amount = 1, ...), or "". */
+  private static String resourceRequests(SparkConf conf) {
+    StringBuilder sb = new StringBuilder();
+    for (scala.Tuple2<String, String> kv : conf.getAll()) {
+      String key = kv._1();
+      if ((key.startsWith("spark.executor.resource.") || key.startsWith("spark.task.resource."))
+          && key.endsWith(".amount") && SparkKeys.resourceAmount(key, kv._2()) > 0) {
+        sb.append(sb.length() == 0 ? "" : ", ").append(key).append(" = ").append(kv._2().trim());
+      }
+    }
+    return sb.toString();
   }
 
   /**
@@ -131,14 +176,5 @@ public final class BarrierPreflight {
    */
   static int slots(SparkContext sc) {
     return sc.maxNumConcurrentTasks(sc.resourceProfileManager().defaultResourceProfile());
-  }
-
-  private static String describeSlots(SparkContext sc) {
-    String taskCpus = "spark.task.cpus = " + sc.getConf().get("spark.task.cpus", "1");
-    if (sc.isLocal()) {
-      return "master " + sc.master() + ", " + taskCpus;
-    }
-    int executors = Math.max(0, sc.statusTracker().getExecutorInfos().length - 1); // without the driver
-    return executors + " executors registered, " + taskCpus;
   }
 }

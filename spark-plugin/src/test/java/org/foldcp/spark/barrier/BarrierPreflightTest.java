@@ -1,11 +1,13 @@
 package org.foldcp.spark.barrier;
 
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.time.Duration;
 import java.util.List;
+import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.SparkSession;
@@ -73,5 +75,41 @@ class BarrierPreflightTest {
         SparkSessions.stop(spark);
       }
     });
+  }
+
+  private static final RoutePlan CP2 =
+      new RoutePlan(RoutePlan.Kind.BARRIER, CpGrid.oneD(2), 1, 300_000, 10_000, "test");
+
+  @Test
+  void gpusAskedButNoneOfferedIsNamedAsTheCauseWithoutSuggestingCpZero() {
+    SparkConf conf = new SparkConf(false).set("spark.executor.resource.gpu.amount", "1")
+        .set("spark.task.resource.gpu.amount", "1");
+    String m = BarrierPreflight.slotShortage(CP2, 0, conf, null, 0).getMessage();
+    assertTrue(m.startsWith("cp = 2 (grid 2x1): the barrier route runs all cp ranks at once, one task slot each, but"
+        + " only 0 task slots are available (0 executors registered, spark.task.cpus = 1)"), m);
+    assertTrue(m.contains("no executor registered within 300 s (spark.foldcp.barrier.timeoutSeconds), and executors"
+        + " ask for resources (spark.executor.resource.gpu.amount = 1, spark.task.resource.gpu.amount = 1)"), m);
+    assertTrue(m.contains("conf/spark-defaults.cpu.conf.template"), m);
+    assertFalse(m.contains("spark.foldcp.cp <="), m);
+  }
+
+  @Test
+  void noExecutorsWithoutResourceRequestsPointsAtTheWorkers() {
+    String m = BarrierPreflight.slotShortage(CP2, 0, new SparkConf(false), null, 0).getMessage();
+    assertTrue(m.contains("no executor registered within 300 s (spark.foldcp.barrier.timeoutSeconds): check that the"
+        + " workers are up and offer the cores and memory each executor asks for"), m);
+    assertFalse(m.contains("spark.foldcp.cp <=") || m.contains("resources ("), m);
+  }
+
+  @Test
+  void fewerRanksAreSuggestedOnlyWhenThereIsASlot() {
+    String one = BarrierPreflight.slotShortage(CP2, 1, new SparkConf(false), null, 1).getMessage();
+    assertTrue(one.contains("only 1 task slots are available (1 executors registered, spark.task.cpus = 1)")
+        && one.contains("use fewer ranks (spark.foldcp.cp <= 1), more cores or executors, or"
+        + " spark.foldcp.route=shuffle"), one);
+    SparkConf wide = new SparkConf(false).set("spark.task.cpus", "4");
+    String none = BarrierPreflight.slotShortage(CP2, 0, wide, "local[2]", 0).getMessage();
+    assertTrue(none.contains("only 0 task slots are available (master local[2], spark.task.cpus = 4)")
+        && none.endsWith("never come; more cores or executors, or spark.foldcp.route=shuffle"), none);
   }
 }

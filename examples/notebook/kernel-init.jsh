@@ -1,1 +1,0 @@
-java.util.logging.Logger.getLogger("").setLevel(java.util.logging.Level.INFO);
