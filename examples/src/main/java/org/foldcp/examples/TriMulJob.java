@@ -236,7 +236,9 @@ public final class TriMulJob {
     InvalidInputException.require(complexes.size() == count, "output complexes", complexes.size(),
         "must equal the " + count + " input complexes: no partial output");
     if (o.output != null) {
-      Npy.writePair(Path.of(o.output), FoldCp.assemble(rows, firstId));
+      // In the input's rank: an (N, N, D) input gives an (N, N, D) output.
+      int rank = o.input == null ? 4 : Npy.pairRank(Path.of(o.input));
+      Npy.writePair(Path.of(o.output), FoldCp.assemble(rows, firstId), rank);
     }
     progress.end();
     long t3 = System.nanoTime();

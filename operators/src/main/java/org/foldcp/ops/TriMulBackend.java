@@ -2,26 +2,45 @@ package org.foldcp.ops;
 
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.NonFinite;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
  * Something that applies TriMul layers to a whole pair tensor (B, N, N, D). Implementations:
  * the CPU backend here, the GPU backend through JNI. Inputs are never modified; the output
  * carries the input's mask.
+ *
+ * <p>Input holding NaN or Inf fails with {@link NonFiniteInputException} before any layer runs
+ * (one such value spreads into almost every output), unless the caller passes
+ * {@code allowNonFinite = true}. Only the input is checked, never the output of a layer.
  */
 public interface TriMulBackend extends AutoCloseable {
   /** A short name for logs and metrics, e.g. "cpu" or "gpu". */
   String name();
 
-  PairTensor forward(PairTensor x, TriMulLayer layer);
+  /** One layer; with {@code allowNonFinite} false, x must hold no NaN or Inf. */
+  PairTensor forward(PairTensor x, TriMulLayer layer, boolean allowNonFinite);
 
-  /** Applies the layers in order; the default runs them one by one. */
-  default PairTensor forward(PairTensor x, LayerStack stack) {
+  /** One layer; x must hold no NaN or Inf. */
+  default PairTensor forward(PairTensor x, TriMulLayer layer) {
+    return forward(x, layer, false);
+  }
+
+  /** Applies the layers in order; the default checks x once (unless allowed) and runs them one by one. */
+  default PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite) {
+    if (!allowNonFinite) {
+      NonFinite.check(x, "the pair tensor");
+    }
     PairTensor cur = x;
     for (TriMulLayer layer : stack.layers()) {
-      cur = forward(cur, layer);
+      cur = forward(cur, layer, true);
     }
     return cur;
+  }
+
+  /** Applies the layers in order; x must hold no NaN or Inf. */
+  default PairTensor forward(PairTensor x, LayerStack stack) {
+    return forward(x, stack, false);
   }
 
   @Override

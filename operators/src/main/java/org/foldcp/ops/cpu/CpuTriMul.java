@@ -4,6 +4,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.layer.Direction;
 import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.NonFinite;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
@@ -53,8 +54,11 @@ public final class CpuTriMul implements TriMulBackend {
   }
 
   @Override
-  public PairTensor forward(PairTensor x, TriMulLayer layer) {
+  public PairTensor forward(PairTensor x, TriMulLayer layer, boolean allowNonFinite) {
     validate(x, layer);
+    if (!allowNonFinite) {
+      NonFinite.check(x, "the pair tensor");
+    }
     PreparedLayer l = new PreparedLayer(layer);
     int n = x.n();
     int d = l.dim;

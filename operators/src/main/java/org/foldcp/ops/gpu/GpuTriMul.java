@@ -15,6 +15,7 @@ import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.NonFinite;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
@@ -180,16 +181,20 @@ public final class GpuTriMul implements TriMulBackend {
   }
 
   @Override
-  public synchronized PairTensor forward(PairTensor x, TriMulLayer layer) {
+  public synchronized PairTensor forward(PairTensor x, TriMulLayer layer, boolean allowNonFinite) {
     Objects.requireNonNull(layer, "layer");
-    return run(x, List.of(layer), null);
+    return run(x, List.of(layer), null, allowNonFinite);
   }
 
-  /** All layers of the stack with the tensor resident on the GPU: one upload, one download. */
+  /**
+   * All layers of the stack with the tensor resident on the GPU: one upload, one download. The
+   * check for NaN and Inf rides the upload's copy into the staging buffers (no second pass); it
+   * fails after the upload, before any kernel runs.
+   */
   @Override
-  public synchronized PairTensor forward(PairTensor x, LayerStack stack) {
+  public synchronized PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite) {
     Objects.requireNonNull(stack, "stack");
-    return run(x, stack.layers(), null);
+    return run(x, stack.layers(), null, allowNonFinite);
   }
 
   /**
@@ -200,10 +205,10 @@ public final class GpuTriMul implements TriMulBackend {
   synchronized PairTensor forwardInto(PairTensor x, TriMulLayer layer, DeviceBuffer out) {
     Objects.requireNonNull(layer, "layer");
     Objects.requireNonNull(out, "out");
-    return run(x, List.of(layer), out);
+    return run(x, List.of(layer), out, false);
   }
 
-  private PairTensor run(PairTensor x, List<TriMulLayer> stack, DeviceBuffer out) {
+  private PairTensor run(PairTensor x, List<TriMulLayer> stack, DeviceBuffer out, boolean allowNonFinite) {
     ensureOpen();
     Objects.requireNonNull(x, "x");
     for (TriMulLayer l : stack) {
@@ -229,9 +234,13 @@ public final class GpuTriMul implements TriMulBackend {
     Resident r = resident(b, n, d, masked);
     boolean ok = false;
     try {
-      upload(x, r.x, false);
+      NonFinite.Scan scan = allowNonFinite ? null : new NonFinite.Scan(d);
+      upload(x, r.x, false, scan);
+      if (scan != null) {
+        scan.throwIfFound("the pair tensor");
+      }
       if (masked) {
-        upload(x, r.mask, true);
+        upload(x, r.mask, true, null);
       }
       long mask = masked ? r.mask.address() : 0L;
       DeviceBuffer result = out == null ? r.x : out;
@@ -276,8 +285,11 @@ public final class GpuTriMul implements TriMulBackend {
   // ------------------------------------------------------------------------------------------
   // Transfers through the pinned staging buffers
 
-  /** Uploads the bf16 rows (or, with {@code mask}, the uint8 mask rows) of x into dst, in order. */
-  private void upload(PairTensor x, DeviceBuffer dst, boolean mask) {
+  /**
+   * Uploads the bf16 rows (or, with {@code mask}, the uint8 mask rows) of x into dst, in order;
+   * {@code scan}, when not null, sees every bf16 row as it is copied.
+   */
+  private void upload(PairTensor x, DeviceBuffer dst, boolean mask, NonFinite.Scan scan) {
     final int rows = x.batch() * x.rows();
     final long rowBytes = mask ? x.cols() : (long) x.cols() * x.dim() * 2;
     staging.ensure(rowBytes);
@@ -295,7 +307,11 @@ public final class GpuTriMul implements TriMulBackend {
       } else {
         ShortBuffer sb = bb.asShortBuffer();
         for (int r = r0; r < r0 + nr; r++) {
-          sb.put(x.row(r / x.rows(), r % x.rows()));
+          short[] row = x.row(r / x.rows(), r % x.rows());
+          if (scan != null) {
+            scan.row(r / x.rows(), r % x.rows(), row);
+          }
+          sb.put(row);
         }
       }
       long bytes = nr * rowBytes;

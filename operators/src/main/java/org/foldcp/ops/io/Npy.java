@@ -18,10 +18,14 @@ import org.foldcp.ops.tensor.PairTensor;
  *
  * <p>Pair values are read from float32 ({@code '<f4'}) or float16 ({@code '<f2'}) and rounded to
  * bf16 (numpy has no bf16 dtype); they are written as float32, which holds every bf16 exactly.
+ * A float16 input is narrowed with a warning (once per file read) that counts the values whose
+ * precision changed: bf16 keeps 8 significant bits where float16 has 11, but its range holds every
+ * float16 (largest 65504), so no value overflows.
  * Data is streamed in bounded chunks, never gathered into one array, because a pair tensor may
  * hold more than 2^31 values.
  */
 public final class Npy {
+  private static final System.Logger LOG = System.getLogger(Npy.class.getName());
   private static final List<String> PAIR_DTYPES = List.of("<f4", "<f2");
   private static final List<String> MASK_DTYPES = List.of("|u1", "|b1", "<f4");
   /** Elements per read or write; bounds the buffer whatever the row length. */
@@ -53,6 +57,7 @@ public final class Npy {
       h.requireDataSize(FileReads.size(ch, file), itemSize, file);
 
       PairTensor t = PairTensor.zeros(batch, rows, cols, dim);
+      long rounded = 0; // float16 values that bf16 holds only rounded
       ByteBuffer buf = ByteBuffer.allocate(Math.min(cols * dim, CHUNK) * itemSize).order(ByteOrder.LITTLE_ENDIAN);
       long pos = h.dataOffset;
       for (int b = 0; b < batch; b++) {
@@ -69,16 +74,31 @@ public final class Npy {
               }
             } else {
               for (int k = 0; k < len; k++) {
-                row[q0 + k] = Bf16.fromFloat(Bf16.halfToFloat(buf.getShort(2 * k)));
+                float f = Bf16.halfToFloat(buf.getShort(2 * k));
+                short bits = Bf16.fromFloat(f);
+                row[q0 + k] = bits;
+                if (Bf16.toFloat(bits) != f && !Float.isNaN(f)) {
+                  rounded++;
+                }
               }
             }
           }
         }
       }
+      if (itemSize == 2) {
+        LOG.log(System.Logger.Level.WARNING, float16Warning(file, rounded, t.elementCount()));
+      }
       return t;
     } catch (IOException e) {
       throw new UncheckedIOException("reading " + file, e);
     }
+  }
+
+  /** The warning a float16 pair tensor gets: its values are rounded to bf16, none overflows. */
+  static String float16Warning(Path file, long rounded, long total) {
+    return "pair tensor " + file + " is float16 ('<f2'); fold-cp computes in bf16, so its values are rounded to bf16"
+        + " (8 significant bits instead of float16's 11): " + rounded + " of " + total + " values changed. None"
+        + " overflows: bf16's range holds every float16 (largest 65504); only precision changes.";
   }
 
   /** Reads a pair tensor and attaches the mask from {@code maskFile} (see {@link #readMask}). */
@@ -154,11 +174,39 @@ public final class Npy {
   }
 
   /**
+   * The rank of the pair tensor in {@code file}: 4 for (B, N, N, D), 3 for (N, N, D). Reads only
+   * the header; {@link #writePair(Path, PairTensor, int)} writes an output in the same rank.
+   */
+  public static int pairRank(Path file) {
+    try (FileChannel ch = FileReads.openRead(file)) {
+      long[] s = NpyHeader.read(ch, file).shape;
+      InvalidInputException.require(s.length == 3 || s.length == 4, "shape of " + file, NpyHeader.shapeString(s),
+          "a pair tensor must have rank 4 (B, N, N, D) or rank 3 (N, N, D), not rank " + s.length);
+      return s.length;
+    } catch (IOException e) {
+      throw new UncheckedIOException("reading " + file, e);
+    }
+  }
+
+  /**
    * Writes the values as float32 of shape (B, rows, cols, D): exact, since every bf16 is a float32.
    * The mask, if any, is not written; see {@link #writeMask}.
    */
   public static void writePair(Path file, PairTensor t) {
-    long[] shape = {t.batch(), t.rows(), t.cols(), t.dim()};
+    writePair(file, t, 4);
+  }
+
+  /**
+   * As {@link #writePair(Path, PairTensor)}, in {@code rank} 4 (B, rows, cols, D) or 3 (rows, cols,
+   * D, for B = 1): the rank of the input the tensor came from ({@link #pairRank}), so that an
+   * (N, N, D) input gives an (N, N, D) output.
+   */
+  public static void writePair(Path file, PairTensor t, int rank) {
+    InvalidInputException.require(rank == 4 || (rank == 3 && t.batch() == 1), "rank of " + file, rank,
+        "a pair tensor is written with rank 4 (B, N, N, D), or rank 3 (N, N, D) when B = 1; this one is "
+            + t.shapeString());
+    long[] shape = rank == 4 ? new long[] {t.batch(), t.rows(), t.cols(), t.dim()}
+        : new long[] {t.rows(), t.cols(), t.dim()};
     try (FileChannel ch = FileReads.openWrite(file)) {
       FileReads.writeFully(ch, ByteBuffer.wrap(NpyHeader.encode("<f4", shape)), file);
       int rowLen = t.cols() * t.dim();

@@ -339,6 +339,57 @@ class NpyTest {
     assertTrue(msg.contains("nope.npy") && msg.contains("does not exist"), msg);
   }
 
+  @Test
+  void float16InputIsNarrowedWithOneWarningThatCountsRoundedValues() throws IOException {
+    int[] halves = {0x3c00, 0xc000, 0x3800, 0x7bff, 0x0001, 0x3555, 0x0000, 0x8000}; // 65504 and 0x3555 round
+    Path f = RawFiles.npy(dir.resolve("warn.npy"), "<f2", "(2, 2, 2)", RawFiles.u16(halves));
+    java.util.List<String> warnings = new java.util.ArrayList<>();
+    java.util.logging.Logger jul = java.util.logging.Logger.getLogger(Npy.class.getName());
+    java.util.logging.Handler h = new java.util.logging.Handler() {
+      @Override
+      public void publish(java.util.logging.LogRecord r) {
+        if (r.getLevel() == java.util.logging.Level.WARNING) {
+          warnings.add(r.getMessage());
+        }
+      }
+
+      @Override
+      public void flush() {}
+
+      @Override
+      public void close() {}
+    };
+    jul.addHandler(h);
+    try {
+      Npy.readPair(f);
+      Npy.readPair(RawFiles.npy(dir.resolve("f32.npy"), "<f4", "(1, 1, 1)", RawFiles.f32(new float[] {1f})));
+    } finally {
+      jul.removeHandler(h);
+    }
+    assertEquals(1, warnings.size(), "one warning for the float16 file, none for float32: " + warnings);
+    String w = warnings.get(0);
+    assertTrue(w.contains("float16") && w.contains("rounded to bf16") && w.contains("2 of 8 values changed")
+        && w.contains("None overflows"), w);
+  }
+
+  @Test
+  void rank3InputIsWrittenBackAsRank3() {
+    PairTensor x = PairTensor.random(1, 5, 3, 9, 0.0);
+    Path in = dir.resolve("in.npy");
+    Path out = dir.resolve("out.npy");
+    Npy.writePair(in, x, 3);
+    assertEquals(3, Npy.pairRank(in));
+    PairTensor read = Npy.readPair(in);
+    assertTrue(read.sameAs(x));
+    Npy.writePair(out, read, Npy.pairRank(in));
+    assertEquals(3, Npy.pairRank(out), "(N, N, D) in, (N, N, D) out");
+    assertTrue(Npy.readPair(out).sameAs(x));
+    Npy.writePair(out, read);
+    assertEquals(4, Npy.pairRank(out), "the default stays (B, N, N, D)");
+    String msg = message(() -> Npy.writePair(dir.resolve("b2.npy"), PairTensor.random(2, 3, 2, 1, 0.0), 3));
+    assertTrue(msg.contains("rank 3 (N, N, D) when B = 1"), msg);
+  }
+
   static String message(Executable call) {
     return assertThrows(InvalidInputException.class, call).getMessage();
   }

@@ -4,6 +4,7 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.rdd.RDD;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.spark.route.NonFiniteInput;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.TileRoute;
@@ -40,8 +41,16 @@ public final class BarrierRoute implements TileRoute {
   public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
     BarrierPreflight.check(tiles.context(), plan, stack);
     CpGrid grid = plan.grid;
+    boolean allowNonFinite = plan.allowNonFinite;
+    // NaN and Inf are refused here, before the barrier stage: a rank failing alone inside the
+    // team would leave its peers waiting (an NVSHMEM team until its timeout).
     JavaRDD<TileRecord> layoutTiles = tiles
-        .flatMapToPair(t -> Retiling.pieces(t, grid).iterator())
+        .flatMapToPair(t -> {
+          if (!allowNonFinite) {
+            NonFiniteInput.check(t);
+          }
+          return Retiling.pieces(t, grid).iterator();
+        })
         .groupByKey(new RankPartitioner(grid.size()))
         .map(keyed -> Retiling.assemble(keyed._1(), keyed._2(), grid));
     ClassTag<TileRecord> tag = ClassTag$.MODULE$.apply(TileRecord.class);

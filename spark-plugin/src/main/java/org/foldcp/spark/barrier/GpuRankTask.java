@@ -91,7 +91,7 @@ final class GpuRankTask extends RankBody {
           TileRecord in = RankTask.layoutTile(c, mine, plan.grid, rank, metrics);
           requireStackTile(cp.tile(), in, c, rank);
           long t0 = System.nanoTime();
-          PairTensor y = cp.forward(in.tile);
+          PairTensor y = cp.forward(in.tile, true); // NaN and Inf were refused before the stage (BarrierRoute)
           long nanos = System.nanoTime() - t0;
           compute += nanos;
           metrics.computeNanos(nanos);

@@ -136,10 +136,17 @@ public final class FoldCpConf implements Serializable {
       "Decoded layer weights an executor keeps for reuse by later tasks; 0 disables the cache.",
       ValueParsers.intAtLeast(0));
 
+  public static final ConfKey<Boolean> INPUT_ALLOW_NON_FINITE = new ConfKey<>(PREFIX + "input.allowNonFinite",
+      "true or false", "false",
+      "Whether pair tensors holding NaN or Inf may go through TriMul. false (the default) fails the job where the"
+          + " data enters (every route and foldcp_trimul), naming the complex, the first (b, i, j, c) and the count,"
+          + " since one such value spreads into almost every output; true skips the check (outputs may be NaN).",
+      ValueParsers.bool());
+
   /** Every key, in the order of the README table and of {@link #asMap()}. */
   public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
       CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
-      NVSHMEM_STORE_ROUTE, WEIGHTS_CACHE_ENTRIES);
+      NVSHMEM_STORE_ROUTE, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE);
 
   private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
       .collect(Collectors.toUnmodifiableMap(ConfKey::name, k -> k));
@@ -159,6 +166,7 @@ public final class FoldCpConf implements Serializable {
   private final long nvshmemHeapBytes;
   private final StoreRoute storeRoute;
   private final int weightsCacheEntries;
+  private final boolean allowNonFinite;
 
   private FoldCpConf(Map<String, String> givenSettings) {
     Map<String, String> all = new LinkedHashMap<>();
@@ -181,6 +189,7 @@ public final class FoldCpConf implements Serializable {
     this.nvshmemHeapBytes = NVSHMEM_HEAP_BYTES.parse(all.get(NVSHMEM_HEAP_BYTES.name()));
     this.storeRoute = NVSHMEM_STORE_ROUTE.parse(all.get(NVSHMEM_STORE_ROUTE.name()));
     this.weightsCacheEntries = WEIGHTS_CACHE_ENTRIES.parse(all.get(WEIGHTS_CACHE_ENTRIES.name()));
+    this.allowNonFinite = INPUT_ALLOW_NON_FINITE.parse(all.get(INPUT_ALLOW_NON_FINITE.name()));
 
     // Cross-key rules, checked here so that no route has to repeat them.
     if (explicitGrid.isPresent() && explicitGrid.get().size() != cp) {
@@ -311,6 +320,9 @@ public final class FoldCpConf implements Serializable {
   public StoreRoute storeRoute() { return storeRoute; }
 
   public int weightsCacheEntries() { return weightsCacheEntries; }
+
+  /** Whether pair tensors holding NaN or Inf may go through (see {@link #INPUT_ALLOW_NON_FINITE}). */
+  public boolean allowNonFinite() { return allowNonFinite; }
 
   /** Whether {@code key} was set explicitly rather than left at its default. */
   public boolean isSet(ConfKey<?> key) {

@@ -42,16 +42,16 @@ public final class BorrowedGpu implements TriMulBackend {
   }
 
   @Override
-  public PairTensor forward(PairTensor x, TriMulLayer layer) {
+  public PairTensor forward(PairTensor x, TriMulLayer layer, boolean allowNonFinite) {
     requireLent();
-    return backend.forward(x, layer);
+    return backend.forward(x, layer, allowNonFinite);
   }
 
   /** The whole stack in one call, so that the GPU backend keeps the tensor resident across layers. */
   @Override
-  public PairTensor forward(PairTensor x, LayerStack stack) {
+  public PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite) {
     requireLent();
-    return backend.forward(x, stack);
+    return backend.forward(x, stack, allowNonFinite);
   }
 
   /** Gives the permit back (once); the GPU state stays with the executor. */

@@ -13,7 +13,7 @@ import org.foldcp.ops.gpu.cp.StoreRoute;
  * {@code reason} says why this route was chosen (logged and shown by explain()).
  */
 public final class RoutePlan implements Serializable {
-  private static final long serialVersionUID = 2L;
+  private static final long serialVersionUID = 3L;
 
   /** The ways a TriMul stack can run on Spark (DESIGN.md section 3). */
   public enum Kind {
@@ -75,6 +75,8 @@ public final class RoutePlan implements Serializable {
   public final long barrierTimeoutMillis;
   public final long connectTimeoutMillis;
   public final String reason;
+  /** Whether input holding NaN or Inf may go through (spark.foldcp.input.allowNonFinite); false: it fails. */
+  public final boolean allowNonFinite;
 
   /** A plan on the CPU backend; a barrier plan's team talks over TCP. */
   public RoutePlan(Kind kind, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis, long connectTimeoutMillis,
@@ -95,6 +97,13 @@ public final class RoutePlan implements Serializable {
    */
   public RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason) {
+    this(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason,
+        false);
+  }
+
+  private RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
+                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason, boolean allowNonFinite) {
+    this.allowNonFinite = allowNonFinite;
     this.kind = Objects.requireNonNull(kind, "kind");
     this.backend = Objects.requireNonNull(backend, "backend");
     this.transport = Objects.requireNonNull(transport, "transport");
@@ -123,13 +132,19 @@ public final class RoutePlan implements Serializable {
   /** The same plan computing on {@code b}. */
   public RoutePlan withBackend(Backend b) {
     return new RoutePlan(kind, b, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason);
+        connectTimeoutMillis, reason, allowNonFinite);
+  }
+
+  /** The same plan letting input with NaN or Inf through ({@code allow}) or failing on it. */
+  public RoutePlan withAllowNonFinite(boolean allow) {
+    return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
+        connectTimeoutMillis, reason, allow);
   }
 
   /** The same barrier plan with GPU ranks in an NVSHMEM team. */
   public RoutePlan withNvshmem(Nvshmem settings) {
     return new RoutePlan(kind, Backend.GPU, Transport.NVSHMEM, Objects.requireNonNull(settings, "settings"), grid,
-        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason);
+        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason, allowNonFinite);
   }
 
   /**
@@ -144,6 +159,9 @@ public final class RoutePlan implements Serializable {
     }
     if (nvshmem != null) {
       sb.append(" storeRoute=").append(nvshmem.storeRoute().label());
+    }
+    if (allowNonFinite) {
+      sb.append(" allowNonFinite");
     }
     return sb.toString();
   }

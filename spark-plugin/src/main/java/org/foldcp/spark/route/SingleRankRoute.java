@@ -6,6 +6,7 @@ import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.foldcp.ops.NonFiniteInputException;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
@@ -22,6 +23,7 @@ public final class SingleRankRoute implements TileRoute {
   public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
     int threads = plan.threadsPerTask;
     RoutePlan.Backend where = plan.backend;
+    boolean allowNonFinite = plan.allowNonFinite;
     return tiles.mapPartitions(it -> {
       List<TileRecord> out = new ArrayList<>();
       if (!it.hasNext()) {
@@ -33,7 +35,13 @@ public final class SingleRankRoute implements TileRoute {
           PairTiles.requireWholeComplex(r);
           metrics.bytesIn(r.pairBytes());
           long t0 = System.nanoTime();
-          PairTensor y = backend.forward(r.tile, stack);
+          PairTensor y;
+          try {
+            // The backend checks for NaN and Inf (on the GPU, within its upload's copy loop).
+            y = backend.forward(r.tile, stack, allowNonFinite);
+          } catch (NonFiniteInputException e) {
+            throw NonFiniteInput.about(e, r);
+          }
           metrics.computeNanos(System.nanoTime() - t0);
           TileRecord o = new TileRecord(r.complexId, r.nTokens, 0, 0, y);
           metrics.tiles(1);

@@ -21,6 +21,13 @@ import scala.Tuple2;
  * the layer once per task and maps each element (a layout tile or a received group) to the
  * records it sends on. Elements are processed one at a time as the downstream shuffle writer
  * pulls them, so a task holds one element's payloads at a time, not its partition's.
+ *
+ * <p>The steps that read a shuffle (triangle and output: their elements are groups of
+ * RankMessages) report as reshard time what the task spends receiving a reshard: waiting for its
+ * next group (Spark's shuffle fetch, the deserialization of the RankMessages and their grouping
+ * by key) and putting the group's payloads in source-rank order ({@link RankInbox}). The shuffle
+ * write side (serializing the messages a step sends) runs inside Spark's writer and shows as the
+ * stage's shuffle write time in the Spark UI.
  */
 abstract class LayerStep<I, V> implements PairFlatMapFunction<Iterator<I>, TileKey, V> {
   private static final long serialVersionUID = 1L;
@@ -39,13 +46,49 @@ abstract class LayerStep<I, V> implements PairFlatMapFunction<Iterator<I>, TileK
 
   @Override
   public final Iterator<Tuple2<TileKey, V>> call(Iterator<I> elements) {
-    if (!elements.hasNext()) {
+    Iterator<I> in = readsShuffle() ? timed(elements) : elements; // the first hasNext does most of a shuffle read
+    if (!in.hasNext()) {
       return Collections.emptyIterator(); // hash partitioning leaves partitions empty; they prepare nothing
     }
     PreparedLayer prepared = new PreparedLayer(layer);
-    return StreamSupport.stream(Spliterators.spliteratorUnknownSize(elements, Spliterator.ORDERED), false)
+    return StreamSupport.stream(Spliterators.spliteratorUnknownSize(in, Spliterator.ORDERED), false)
         .flatMap(e -> apply(e, prepared).stream())
         .iterator();
+  }
+
+  /** Whether this step's elements come straight from a shuffle read (a reshard's receiving end). */
+  boolean readsShuffle() {
+    return false;
+  }
+
+  /** {@code elements} with the time spent getting each one reported as reshard time. */
+  private Iterator<I> timed(Iterator<I> elements) {
+    return new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return reshard(elements::hasNext);
+      }
+
+      @Override
+      public I next() {
+        return reshard(elements::next);
+      }
+    };
+  }
+
+  /** {@code work}'s result, its time reported as reshard time. */
+  private <T> T reshard(java.util.function.Supplier<T> work) {
+    long t0 = System.nanoTime();
+    try {
+      return work.get();
+    } finally {
+      metrics.reshardNanos(System.nanoTime() - t0);
+    }
+  }
+
+  /** The payloads of a received group in source-rank order, the time it takes reported as reshard time. */
+  RankInbox inbox(TileKey key, Iterable<RankMessage> messages, RankInbox.Reshard reshard) {
+    return reshard(() -> RankInbox.of(key, messages, grid, reshard));
   }
 
   /** The records one element sends on. */

@@ -10,6 +10,7 @@ import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.cp.TileBounds;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.route.NonFiniteInput;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.tiles.Retiling;
 import org.foldcp.spark.tiles.TileKey;
@@ -28,11 +29,14 @@ final class LayoutTiles {
   private LayoutTiles() {}
 
   static JavaPairRDD<TileKey, TileRecord> of(JavaRDD<TileRecord> tiles, CpGrid grid, int dim, Partitioner partitioner,
-                                             RouteMetrics metrics) {
+                                             boolean allowNonFinite, RouteMetrics metrics) {
     return tiles
         .flatMapToPair(t -> {
           InvalidInputException.require(t.dim() == dim, "D of a tile of complex '" + t.complexId + "'", t.dim(),
               "must equal the layer stack's D = " + dim);
+          if (!allowNonFinite) {
+            NonFiniteInput.check(t);
+          }
           metrics.bytesIn(t.pairBytes());
           return Retiling.pieces(t, grid).iterator();
         })

@@ -24,9 +24,14 @@ final class OutputStep extends LayerStep<Tuple2<TileKey, Iterable<RankMessage>>,
   }
 
   @Override
+  boolean readsShuffle() {
+    return true;
+  }
+
+  @Override
   List<Tuple2<TileKey, TileRecord>> apply(Tuple2<TileKey, Iterable<RankMessage>> group, PreparedLayer prepared) {
     TileKey key = group._1;
-    RankInbox inbox = RankInbox.of(key, group._2, grid, RankInbox.Reshard.CHANNEL_TO_TOKEN);
+    RankInbox inbox = inbox(key, group._2, RankInbox.Reshard.CHANNEL_TO_TOKEN);
     TileRecord in = inbox.tile();
     PairTensor out = PairTensor.zeros(1, in.tile.rows(), in.tile.cols(), in.dim());
     out.setMask(in.tile.maskCopy());

@@ -44,9 +44,13 @@ import org.foldcp.spark.tiles.TileRecord;
  *
  * <p>Metrics: tiles and bytesOut per output tile, bytesIn per input tile (pair data, bf16),
  * computeNanos once per step (project, triangle, output) per rank tile per layer. The reshards
- * themselves run inside Spark's shuffles, where no task code can time them: they show in the
- * Spark UI as the shuffle write and fetch times of this class's stages (whose RDDs the DAG view
- * names "foldcp shuffle layer l ..."), and nothing is reported through reshardNanos.
+ * themselves run inside Spark's shuffles. reshardNanos is the receiving end as the tasks see it
+ * ({@link LayerStep}): the time the triangle and output steps spend waiting for their next
+ * group of RankMessages (shuffle fetch, deserialization, grouping) and putting its payloads in
+ * source-rank order. The sending end (serializing and writing the messages) runs inside
+ * Spark's shuffle writer and shows in the Spark UI as the shuffle write time of this class's
+ * stages (whose RDDs the DAG view names "foldcp shuffle layer l ..."); the layout shuffle before
+ * the first layer is not counted.
  *
  * <p>Dynamic allocation needs what any shuffle needs to release executors safely: the external
  * shuffle service or spark.dynamicAllocation.shuffleTracking.enabled.
@@ -83,7 +87,8 @@ public final class ShuffleRoute implements TileRoute {
     new ShardLayout(plan.grid, 1, stack.dim());
 
     Partitioner byRank = new HashPartitioner(partitions > 0 ? partitions : defaultPartitions(tiles.context()));
-    JavaPairRDD<TileKey, TileRecord> layoutTiles = LayoutTiles.of(tiles, plan.grid, stack.dim(), byRank, metrics);
+    JavaPairRDD<TileKey, TileRecord> layoutTiles = LayoutTiles.of(tiles, plan.grid, stack.dim(), byRank, plan.allowNonFinite,
+        metrics);
     layoutTiles.setName("foldcp shuffle: layout tiles " + plan.grid);
     for (int l = 0; l < stack.size(); l++) {
       layoutTiles = layer(layoutTiles, stack.get(l), l, plan, byRank, metrics);

@@ -24,9 +24,14 @@ final class TriangleStep extends LayerStep<Tuple2<TileKey, Iterable<RankMessage>
   }
 
   @Override
+  boolean readsShuffle() {
+    return true;
+  }
+
+  @Override
   List<Tuple2<TileKey, RankMessage>> apply(Tuple2<TileKey, Iterable<RankMessage>> group, PreparedLayer prepared) {
     TileKey owner = group._1;
-    RankInbox inbox = RankInbox.of(owner, group._2, grid, RankInbox.Reshard.TOKEN_TO_CHANNEL);
+    RankInbox inbox = inbox(owner, group._2, RankInbox.Reshard.TOKEN_TO_CHANNEL);
     float[][] toTiles;
     try (RankStages stages = stages(inbox.layout(), owner.rank)) {
       long t0 = System.nanoTime();

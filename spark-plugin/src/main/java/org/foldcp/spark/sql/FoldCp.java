@@ -120,8 +120,17 @@ public final class FoldCp {
    * there.
    */
   public static void writeNpy(Dataset<Row> outTiles, String complexId, Path out) {
+    writeNpy(outTiles, complexId, out, 4);
+  }
+
+  /**
+   * As {@link #writeNpy(Dataset, String, Path)}, with the shape (1, N, N, D) for {@code rank} 4 or
+   * (N, N, D) for rank 3: pass {@code Npy.pairRank(input)} to write the output in the rank of
+   * the .npy input it came from.
+   */
+  public static void writeNpy(Dataset<Row> outTiles, String complexId, Path out, int rank) {
     List<Row> rows = outTiles.filter(functions.col(COMPLEX_ID).equalTo(functions.lit(complexId))).collectAsList();
-    Npy.writePair(out, assemble(rows, complexId));
+    Npy.writePair(out, assemble(rows, complexId), rank);
   }
 
   private static org.apache.spark.sql.classic.SparkSession classicSession(Dataset<Row> tiles) {

@@ -227,7 +227,8 @@ public final class RouteChooser {
   }
 
   private static RoutePlan plan(Kind kind, CpGrid grid, int threads, FoldCpConf conf, String reason) {
-    return new RoutePlan(kind, grid, threads, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(), reason);
+    return new RoutePlan(kind, grid, threads, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(), reason)
+        .withAllowNonFinite(conf.allowNonFinite());
   }
 
   private static int parseTaskCpus(String raw) {

@@ -35,6 +35,11 @@ final class TaskSettings {
     return RowBackends.configured(read(FoldCpConf.ROUTE).label(), read(FoldCpConf.GPU_ENABLED));
   }
 
+  /** spark.foldcp.input.allowNonFinite: whether a row's pair tensor may hold NaN or Inf. */
+  static boolean allowNonFinite() {
+    return read(FoldCpConf.INPUT_ALLOW_NON_FINITE);
+  }
+
   private static <T> T read(ConfKey<T> key) {
     return FoldCpConf.readFromSparkEnv(key);
   }

@@ -2,6 +2,8 @@ package org.foldcp.spark.udf;
 
 import org.apache.spark.sql.api.java.UDF6;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.NonFiniteInputException;
+import org.foldcp.spark.route.NonFiniteInput;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import scala.runtime.AbstractFunction6;
@@ -46,8 +48,15 @@ public final class TriMulUdf extends AbstractFunction6<byte[], Number, Number, b
     InvalidInputException.require(stack.dim() == d, "dim", d,
         "must equal D = " + stack.dim() + " of the layers " + key.layers() + " in " + key.file()
             + " (their norm_in.weight has " + stack.dim() + " values)");
-    return RowBackends.with(TaskSettings.backend(), TaskSettings.cpuThreads(),
-        backend -> PairBytes.encode(backend.forward(x, stack)));
+    boolean allowNonFinite = TaskSettings.allowNonFinite();
+    try {
+      return RowBackends.with(TaskSettings.backend(), TaskSettings.cpuThreads(),
+          backend -> PairBytes.encode(backend.forward(x, stack, allowNonFinite)));
+    } catch (NonFiniteInputException e) {
+      // A row carries no complex id: the message names the argument and the shape.
+      throw NonFiniteInput.about(e, "the pair argument of " + FoldCpFunctions.NAME + " (n = " + tokens + ", dim = "
+          + d + ")");
+    }
   }
 
   /** An integral value in [1, 2^31): Spark hands INT as Integer, BIGINT as Long, and so on. */

@@ -169,4 +169,16 @@ class TriMulUdfTest {
         + "\nbut got\n  " + e.getMessage());
     assertEquals(e.getMessage().trim(), e.getMessage());
   }
+
+  @Test
+  void nonFinitePairIsRefusedNamingTheArgumentThePositionTheCountAndTheKey() {
+    PairTensor x = PairTensor.random(1, 6, D, 4, 0.0);
+    x.set(0, 1, 2, 3, Float.POSITIVE_INFINITY);
+    x.set(0, 5, 5, 0, Float.NaN);
+    String msg = assertThrows(InvalidInputException.class,
+        () -> UDF.call(pairBytes(x), 6, D, null, path, LAYERS)).getMessage();
+    assertTrue(msg.startsWith("non-finite values in the pair argument of foldcp_trimul (n = 6, dim = 8) = 2 (NaN or"
+        + " Inf; the first at (b, i, j, c) = (0, 1, 2, 3), Infinity)"), msg);
+    assertTrue(msg.contains("set spark.foldcp.input.allowNonFinite = true"), msg);
+  }
 }

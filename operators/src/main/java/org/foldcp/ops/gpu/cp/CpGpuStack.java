@@ -15,6 +15,7 @@ import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.ops.tensor.NonFinite;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
@@ -130,9 +131,21 @@ public final class CpGpuStack implements AutoCloseable {
    * Runs the stack on this rank's tile (collective: every rank calls it once per complex):
    * {@code tile} is (B, tileRows, tileCols, D) as {@link #tile()} says, positions past N are
    * ignored (treated as masked). Returns the output tile, carrying the input's mask. A peer that
-   * does not arrive within the team's timeout ends in {@link TeamException} naming it.
+   * does not arrive within the team's timeout ends in {@link TeamException} naming it. A tile
+   * holding NaN or Inf fails (see {@link #forward(PairTensor, boolean)}).
    */
   public synchronized PairTensor forward(PairTensor tile) {
+    return forward(tile, false);
+  }
+
+  /**
+   * As {@link #forward(PairTensor)}; with {@code allowNonFinite} false, a tile holding NaN or Inf
+   * fails with {@link org.foldcp.ops.NonFiniteInputException} after its rows are copied to the
+   * device (the check rides that copy) and before the collective kernels start. The peers do not
+   * learn of it and wait for this rank until their timeout: callers that can should check the
+   * tiles before the team meets (the Spark barrier route does, before its stage).
+   */
+  public synchronized PairTensor forward(PairTensor tile, boolean allowNonFinite) {
     if (closed) {
       throw new IllegalStateException("CpGpuStack is closed");
     }
@@ -146,10 +159,15 @@ public final class CpGpuStack implements AutoCloseable {
     byte[] row = new byte[rowBytes];
     ByteBuffer bb = ByteBuffer.wrap(row).order(ByteOrder.LITTLE_ENDIAN);
     byte[] maskRow = new byte[t.cols];
+    NonFinite.Scan scan = allowNonFinite ? null : new NonFinite.Scan(d);
     for (int b = 0; b < batch; b++) {
       for (int i = 0; i < t.rows; i++) {
         bb.clear();
-        bb.asShortBuffer().put(tile.row(b, i));
+        short[] values = tile.row(b, i);
+        if (scan != null) {
+          scan.row(b, i, values);
+        }
+        bb.asShortBuffer().put(values);
         long r = (long) b * t.rows + i;
         tileBuf.copyFromHost(r * rowBytes, row, 0, rowBytes);
         byte[] m = tile.maskRow(b, i);
@@ -162,6 +180,9 @@ public final class CpGpuStack implements AutoCloseable {
         }
         maskBuf.copyFromHost(r * t.cols, maskRow, 0, t.cols);
       }
+    }
+    if (scan != null) {
+      scan.throwIfFound("the pair tile of rank " + team.rank());
     }
     NativeCp.forward(plan, tileBuf.address(), maskBuf.address(), tileBuf.address(), stream.handle());
     PairTensor out = PairTensor.zeros(batch, t.rows, t.cols, d);
