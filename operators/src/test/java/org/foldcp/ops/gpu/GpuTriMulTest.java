@@ -203,6 +203,23 @@ class GpuTriMulTest {
     assertEquals(before.uploads(), gpu.stats().uploads(), "nothing was uploaded");
   }
 
+  /** The NaN / Inf check that rides the upload: the position and count, no kernel run; allowed, it runs. */
+  @Test
+  void nonFiniteInputFailsAfterTheUploadUnlessAllowed() {
+    PairTensor x = PairTensor.random(1, 24, 32, 5, 0);
+    x.set(0, 3, 4, 5, Float.NaN);
+    x.set(0, 20, 1, 0, Float.POSITIVE_INFINITY);
+    TriMulLayer l = new TriMulLayer(TriMulSpec.of(Direction.INCOMING), LayerWeights.random(32, 6, true));
+    org.foldcp.ops.NonFiniteInputException e =
+        assertThrows(org.foldcp.ops.NonFiniteInputException.class, () -> gpu.forward(x, l));
+    assertEquals(2, e.count());
+    assertTrue(e.getMessage().contains("(0, 3, 4, 5)"), e.getMessage());
+    PairTensor y = gpu.forward(x, l, true);
+    assertEquals(x.shapeString(), y.shapeString());
+    PairTensor clean = PairTensor.random(1, 24, 32, 5, 0);
+    GpuTests.assertAllWrittenAndFinite(gpu.forward(clean, l), "clean input after a refused one");
+  }
+
   @Test
   void deviceIsHopper() {
     GpuDevice dev = gpu.device();
