@@ -2,6 +2,7 @@ package org.foldcp.ops.testing;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import org.foldcp.ops.tensor.Bf16;
 import org.foldcp.ops.tensor.PairTensor;
 
 /** Comparisons for tests: the accuracy contract and exact equality. */
@@ -25,6 +26,33 @@ public final class Tensors {
             num += (o - r) * (o - r);
             den += r * r;
           }
+        }
+      }
+    }
+    return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-300);
+  }
+
+  /**
+   * ||out - ref|| / ||ref|| between two bf16 tensors of one shape (NaN in out gives NaN), reading
+   * their rows in place: for large tensors, where a double[] copy of the reference would not fit.
+   */
+  public static double relativeError(PairTensor out, PairTensor ref) {
+    assertTrue(out.shapeString().equals(ref.shapeString()),
+        "shape " + out.shapeString() + " must equal the reference's " + ref.shapeString());
+    double num = 0;
+    double den = 0;
+    for (int b = 0; b < out.batch(); b++) {
+      for (int i = 0; i < out.rows(); i++) {
+        short[] ro = out.row(b, i);
+        short[] rr = ref.row(b, i);
+        for (int q = 0; q < ro.length; q++) {
+          double o = Bf16.toFloat(ro[q]);
+          double r = Bf16.toFloat(rr[q]);
+          if (Double.isNaN(o)) {
+            return Double.NaN;
+          }
+          num += (o - r) * (o - r);
+          den += r * r;
         }
       }
     }

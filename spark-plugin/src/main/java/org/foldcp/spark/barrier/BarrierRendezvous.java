@@ -11,7 +11,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Function;
 import org.apache.spark.TaskKilledException;
-import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.gpu.cp.Rendezvous;
 import org.foldcp.ops.gpu.cp.TeamException;
 import org.foldcp.spark.config.FoldCpConf;
@@ -29,38 +28,26 @@ import org.foldcp.spark.config.FoldCpConf;
  * are missing, so the message points at the stage's other tasks. The task then fails, and Spark
  * aborts the stage and its pending allGather. A killed task stays killed.
  */
-final class BarrierRendezvous implements Rendezvous {
-  private final int rank;
-  private final int size;
+final class BarrierRendezvous extends Rendezvous {
   private final Function<String, String[]> allGather;
-  private int round;
 
   /** The rendezvous of partition {@code rank} of {@code size} through {@code allGather} (BarrierTaskContext's in tasks). */
   BarrierRendezvous(int rank, int size, Function<String, String[]> allGather) {
-    InvalidInputException.require(size >= 1, "team size", size, "must be >= 1");
-    InvalidInputException.require(rank >= 0 && rank < size, "rank", rank, "must lie in [0, " + size + ")");
-    this.rank = rank;
-    this.size = size;
+    super(rank, size);
     this.allGather = Objects.requireNonNull(allGather, "allGather");
   }
 
   @Override
-  public int rank() { return rank; }
-
-  @Override
-  public int size() { return size; }
-
-  @Override
   public List<byte[]> allGather(byte[] mine, Duration timeout) {
-    int k = round++;
+    int k = nextRound();
     String[] gathered = gather(Base64.getEncoder().encodeToString(mine), timeout, k);
-    if (gathered == null || gathered.length != size) {
+    if (gathered == null || gathered.length != size()) {
       throw new TeamException(where(k) + ": the barrier allGather returned " + (gathered == null ? "nothing"
-          : gathered.length + " messages") + " for a team of " + size + " ranks: the barrier stage must have one task"
+          : gathered.length + " messages") + " for a team of " + size() + " ranks: the barrier stage must have one task"
           + " per rank");
     }
-    List<byte[]> out = new ArrayList<>(size);
-    for (int r = 0; r < size; r++) {
+    List<byte[]> out = new ArrayList<>(size());
+    for (int r = 0; r < size(); r++) {
       try {
         out.add(Base64.getDecoder().decode(gathered[r]));
       } catch (IllegalArgumentException | NullPointerException e) {
@@ -73,7 +60,7 @@ final class BarrierRendezvous implements Rendezvous {
 
   private String[] gather(String message, Duration timeout, int k) {
     FutureTask<String[]> call = new FutureTask<>(() -> allGather.apply(message));
-    Thread t = new Thread(call, "foldcp-barrier-allgather-rank-" + rank);
+    Thread t = new Thread(call, "foldcp-barrier-allgather-rank-" + rank());
     t.setDaemon(true);
     t.start();
     try {
@@ -82,7 +69,7 @@ final class BarrierRendezvous implements Rendezvous {
       call.cancel(true);
       throw new TeamException(where(k) + ": not every rank of the team reached this round within "
           + timeout.toMillis() + " ms (" + FoldCpConf.BARRIER_TIMEOUT_SECONDS.name() + "); Spark's allGather does"
-          + " not say which of the other ranks (0.." + (size - 1) + " but " + rank + ") is missing: look for a"
+          + " not say which of the other ranks (0.." + (size() - 1) + " but " + rank() + ") is missing: look for a"
           + " task of this stage that failed, hangs, or lost its executor");
     } catch (ExecutionException e) {
       Throwable cause = e.getCause() == null ? e : e.getCause();
@@ -98,6 +85,6 @@ final class BarrierRendezvous implements Rendezvous {
   }
 
   private String where(int k) {
-    return "rank " + rank + " of " + size + ", team formation round " + k;
+    return "rank " + rank() + " of " + size() + ", team formation round " + k;
   }
 }

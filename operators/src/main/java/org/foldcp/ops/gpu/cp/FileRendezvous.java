@@ -9,7 +9,6 @@ import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.foldcp.ops.InvalidInputException;
 
 /**
  * A {@link Rendezvous} through a folder every rank can read and write (one machine, or a shared
@@ -17,29 +16,19 @@ import org.foldcp.ops.InvalidInputException;
  * name and renamed, so a reader never sees half a message. Used by the multi-process team tests
  * and by jobs that start their ranks without Spark.
  */
-public final class FileRendezvous implements Rendezvous {
+public final class FileRendezvous extends Rendezvous {
   private final Path dir;
-  private final int rank;
-  private final int size;
-  private int round;
 
   public FileRendezvous(Path dir, int rank, int size) {
-    InvalidInputException.require(size >= 1, "team size", size, "must be >= 1");
-    InvalidInputException.require(rank >= 0 && rank < size, "rank", rank, "must lie in [0, " + size + ")");
+    super(rank, size);
     this.dir = dir;
-    this.rank = rank;
-    this.size = size;
   }
 
   @Override
-  public int rank() { return rank; }
-
-  @Override
-  public int size() { return size; }
-
-  @Override
   public List<byte[]> allGather(byte[] mine, Duration timeout) {
-    int k = round++;
+    int k = nextRound();
+    int rank = rank();
+    int size = size();
     try {
       Files.createDirectories(dir);
       Path tmp = Files.createTempFile(dir, "round-" + k + ".rank-" + rank, ".tmp");

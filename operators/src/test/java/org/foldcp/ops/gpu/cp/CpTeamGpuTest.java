@@ -19,7 +19,6 @@ import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.cp.Sharding;
 import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.layer.Direction;
-import org.foldcp.ops.tensor.Bf16;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.ops.testing.Reference64;
 import org.foldcp.ops.testing.Tensors;
@@ -209,7 +208,7 @@ class CpTeamGpuTest {
     }
     PairTensor cp = Sharding.unshard(tiles, layout, false);
     PairTensor one = reference(c);
-    double err = relativeError(cp, one);
+    double err = Tensors.relativeError(cp, one);
     assertTrue(!Double.isNaN(err) && err <= 1e-2, c.name() + ": CP vs our cp = 1 GPU result: ||cp - one|| / ||one|| = "
         + err + " must be <= 1e-2 (NaN never passes)");
     String f64 = "";
@@ -248,29 +247,6 @@ class CpTeamGpuTest {
         }
       }
     }
-  }
-
-  /** ||a - b|| / ||b|| over every value (NaN in a gives NaN), without copying either tensor. */
-  static double relativeError(PairTensor a, PairTensor b) {
-    assertEquals(b.shapeString(), a.shapeString(), "shapes");
-    double num = 0;
-    double den = 0;
-    for (int bb = 0; bb < a.batch(); bb++) {
-      for (int i = 0; i < a.rows(); i++) {
-        short[] ra = a.row(bb, i);
-        short[] rb = b.row(bb, i);
-        for (int q = 0; q < ra.length; q++) {
-          double va = Bf16.toFloat(ra[q]);
-          double vb = Bf16.toFloat(rb[q]);
-          if (Double.isNaN(va)) {
-            return Double.NaN;
-          }
-          num += (va - vb) * (va - vb);
-          den += vb * vb;
-        }
-      }
-    }
-    return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-300);
   }
 
   static Map<String, String> runTeam(Path dir, int size, List<CpCase> cases, Set<Integer> absent, List<String> prefix)

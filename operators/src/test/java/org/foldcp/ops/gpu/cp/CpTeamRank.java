@@ -109,8 +109,6 @@ public final class CpTeamRank {
   }
 
   private static void write(Path p, String s) throws IOException {
-    Path tmp = p.resolveSibling(p.getFileName() + ".tmp");
-    Files.write(tmp, s.getBytes(StandardCharsets.UTF_8));
-    Files.move(tmp, p, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+    TileFiles.writeAtomically(p, s.getBytes(StandardCharsets.UTF_8));
   }
 }

@@ -33,8 +33,13 @@ final class TileFiles {
         }
       }
     }
+    writeAtomically(p, bb.array());
+  }
+
+  /** Writes under a temporary name and renames, so a process polling for {@code p} never reads half of it. */
+  static void writeAtomically(Path p, byte[] bytes) throws IOException {
     Path tmp = p.resolveSibling(p.getFileName() + ".tmp");
-    Files.write(tmp, bb.array());
+    Files.write(tmp, bytes);
     Files.move(tmp, p, java.nio.file.StandardCopyOption.REPLACE_EXISTING);
   }
 
