@@ -25,6 +25,7 @@ import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.layer.TriMulSpec;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.sql.FoldCp;
 import org.foldcp.spark.sql.FoldCpOptions;
 import org.foldcp.spark.sql.TriMulExec;
@@ -70,7 +71,11 @@ public final class TriMulJob {
     Runnable restoreLog = verbose ? () -> { } : JobErrors.quietStackTraces();
     SparkSession spark = null;
     try {
-      spark = SparkSession.builder().config(conf(o)).getOrCreate();
+      SparkConf conf = conf(o);
+      // The spark.foldcp.* settings are checked before Spark starts, so that a bad one is the
+      // only line the user sees (a plugin refusing them later comes after Spark's start-up log).
+      FoldCpConf.from(conf);
+      spark = SparkSession.builder().config(conf).getOrCreate();
       run(spark, o, out);
       return 0;
     } catch (Exception e) { // Spark throws its checked SparkException undeclared
