@@ -47,6 +47,14 @@ extern "C" {
 
 typedef enum foldcp_cp_route { FOLDCP_CP_AUTO = 0, FOLDCP_CP_PEER = 1, FOLDCP_CP_PUT = 2 } foldcp_cp_route;
 
+/* How the two reshards run. FUSED: inside the epilogues' stores (the header comment above).
+ * UNFUSED: the same kernels store locally (channel slices and z tiles in per-rank staging), and a
+ * separate all-to-all moves them: on the PEER route the strided block copy of the all-to-all
+ * primitive (foldcp_a2a.h) through peer pointers; on the PUT route the puts, which is what the
+ * PUT route does anyway (the two settings are the same there). The reference fusion is measured
+ * against; the results are identical. */
+typedef enum foldcp_cp_reshard { FOLDCP_CP_FUSED = 0, FOLDCP_CP_UNFUSED = 1 } foldcp_cp_reshard;
+
 /* Name of a status code, including the CP ones. */
 const char* foldcp_cp_status_name(int status);
 
@@ -84,11 +92,13 @@ typedef struct foldcp_cp_config {
   int64_t tile_rows;  /* tokens per tile: multiples of 8, cp0 * tile_rows = cp1 * tile_cols >= n */
   int64_t tile_cols;
   int route;          /* foldcp_cp_route */
+  int reshard;        /* foldcp_cp_reshard */
   /* digest of the whole layer stack (and anything else that must agree), compared across ranks */
   uint8_t digest[FOLDCP_CP_DIGEST_BYTES];
 } foldcp_cp_config;
 
-/* Symmetric-heap bytes a plan of this configuration allocates on every rank (no device needed). */
+/* Symmetric-heap bytes a plan of this configuration allocates on every rank for `route` (no device
+ * needed; cfg->route is not read, cfg->reshard is). */
 int foldcp_cp_plan_bytes(const foldcp_cp_config* cfg, int route, size_t* bytes);
 
 /* Creates a plan on every rank (collective: every rank calls it with its own layers, the same
@@ -100,6 +110,9 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
 
 /* Route the plan uses (FOLDCP_CP_PEER or FOLDCP_CP_PUT). */
 int foldcp_cp_plan_route(const foldcp_cp_plan* plan);
+
+/* Reshard mode the plan uses (foldcp_cp_reshard). */
+int foldcp_cp_plan_reshard(const foldcp_cp_plan* plan);
 
 /* Bytes of one forward of the whole stack that leave this rank in each fused reshard
  * (token -> channel, channel -> token), summed over the layers. */

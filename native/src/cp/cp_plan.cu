@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "block_copy.cuh"
 #include "cp_team.cuh"
 
 namespace foldcp {
@@ -42,7 +43,7 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
   l.b_off = ab;
   l.z_off = 2 * ab;
   l.total = 2 * ab + z;
-  if (route == FOLDCP_CP_PUT) {
+  if (route == FOLDCP_CP_PUT || c.reshard == FOLDCP_CP_UNFUSED) {  // the local stores' staging
     l.stage_ab_rank = (int64_t)c.batch * l.dloc * l.szt;
     l.stage_z_rank = (int64_t)c.batch * l.dloc * l.szt;
     const size_t sab_bytes = align256((size_t)l.cp * l.stage_ab_rank * 2);
@@ -56,7 +57,7 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
 // What ranks compare before allocating anything (must fit kRecordBytes).
 struct Record {
   int64_t batch, n, dim, tile_rows, tile_cols;
-  int32_t grid_rows, grid_cols, route, nlayers, reach_all, device;
+  int32_t grid_rows, grid_cols, route, nlayers, reach_all, device, reshard;
   uint8_t digest[FOLDCP_CP_DIGEST_BYTES];
 };
 static_assert(sizeof(Record) <= kRecordBytes, "record fits its slot");
@@ -99,6 +100,8 @@ int check_config(const foldcp_cp_config& c) {
                " tokens: cp0 * tile_rows must equal cp1 * tile_cols and be >= N");
   if (c.route != FOLDCP_CP_AUTO && c.route != FOLDCP_CP_PEER && c.route != FOLDCP_CP_PUT)
     return bad("route = " + std::to_string(c.route) + ": must be 0 (auto), 1 (peer) or 2 (put)");
+  if (c.reshard != FOLDCP_CP_FUSED && c.reshard != FOLDCP_CP_UNFUSED)
+    return bad("reshard = " + std::to_string(c.reshard) + ": must be 0 (fused) or 1 (unfused)");
   if (c.batch * c.dim / cp > 65535)
     return bad("B * D / cp = " + std::to_string(c.batch * c.dim / cp) + ": the triangle GEMM grid needs <= 65535");
   return FOLDCP_OK;
@@ -121,6 +124,7 @@ struct foldcp_cp_plan {
   foldcp::ProjInGeom geo{};
   foldcp::cp::PutAb put_ab{};
   foldcp::cp::PutZ put_z{};
+  foldcp::cp::BlockSet copy_ab{}, copy_z{};  // UNFUSED on the PEER route: the separate all-to-all
   uint64_t bytes_to_channels = 0, bytes_to_tokens = 0;
 };
 
@@ -186,6 +190,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
   mine.nlayers = nlayers;
   mine.reach_all = reach_all;
   mine.device = t.device;
+  mine.reshard = c.reshard;
   std::memcpy(mine.digest, c.digest, sizeof mine.digest);
   uint8_t rec[kRecordBytes] = {};
   std::memcpy(rec, &mine, sizeof mine);
@@ -201,7 +206,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
     const Record& x = recs[r];
     if (x.batch != r0.batch || x.n != r0.n || x.dim != r0.dim || x.tile_rows != r0.tile_rows ||
         x.tile_cols != r0.tile_cols || x.grid_rows != r0.grid_rows || x.grid_cols != r0.grid_cols ||
-        x.nlayers != r0.nlayers)
+        x.nlayers != r0.nlayers || x.reshard != r0.reshard)
       shape_diff += (shape_diff.empty() ? "" : ", ") + std::to_string(r);
     if (std::memcmp(x.digest, r0.digest, sizeof x.digest) != 0)
       digest_diff += (digest_diff.empty() ? "" : ", ") + std::to_string(r) + " (" + hex(x.digest, 8) + "...)";
@@ -212,7 +217,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
     }
   }
   if (!shape_diff.empty())
-    return set_error(FOLDCP_ERR_MISMATCH, "rank(s) " + shape_diff + " asked for another shape, grid or layer count than rank 0 (" +
+    return set_error(FOLDCP_ERR_MISMATCH, "rank(s) " + shape_diff + " asked for another shape, grid, layer count or reshard mode than rank 0 (" +
                                               shape_text(c) + " here, " + std::to_string(nlayers) +
                                               " layers): every rank of a CP plan must run the same problem");
   if (!digest_diff.empty())
@@ -277,7 +282,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
   p->zt.grid_cols = c.grid_cols;
   p->zt.n_store = (int)lay.nt;
   for (int q = 0; q < t.n; ++q) {
-    const bool direct = route == FOLDCP_CP_PEER || q == me;
+    const bool direct = (route == FOLDCP_CP_PEER && c.reshard == FOLDCP_CP_FUSED) || q == me;
     if (direct) {
       p->ab.a[q] = static_cast<bf16_raw*>(nvshmem_ptr(a_recv, q));
       p->ab.b[q] = static_cast<bf16_raw*>(nvshmem_ptr(b_recv, q));
@@ -305,6 +310,42 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
       p->zt.plane[q] = lay.szt;
       p->zt.chans[q] = lay.dloc;
       p->zt.chan0[q] = 0;
+    }
+    if (route == FOLDCP_CP_PEER && !direct) {
+      // UNFUSED: my staged channel slice for q into q's a/b planes at my tile's place, and my
+      // channels' z for q's tokens into q's z planes of those channels (byte strides).
+      bf16_raw* qa = static_cast<bf16_raw*>(nvshmem_ptr(a_recv, q));
+      bf16_raw* qb = static_cast<bf16_raw*>(nvshmem_ptr(b_recv, q));
+      float* qz = static_cast<float*>(nvshmem_ptr(z_recv, q));
+      if (qa == nullptr || qb == nullptr || qz == nullptr) {
+        set_error(FOLDCP_ERR_TEAM, "nvshmem_ptr to rank " + std::to_string(q) + " is NULL although route peer was chosen");
+        foldcp_cp_plan_destroy(p);
+        return FOLDCP_ERR_TEAM;
+      }
+      for (int which = 0; which < 2; ++which) {
+        BlockCopy bc;
+        bc.src = reinterpret_cast<const char*>(which == 0 ? p->ab.a[q] : p->ab.b[q]);
+        bc.dst = reinterpret_cast<char*>((which == 0 ? qa : qb) + row0 * lay.np + col0);
+        bc.outer = c.batch * lay.dloc;
+        bc.inner = c.tile_rows;
+        bc.run = c.tile_cols * 2;
+        bc.src_so = lay.szt * 2;
+        bc.src_si = c.tile_cols * 2;
+        bc.dst_so = lay.sab * 2;
+        bc.dst_si = lay.np * 2;
+        p->copy_ab.blk[p->copy_ab.n++] = normalized(bc);
+      }
+      BlockCopy zc;
+      zc.src = reinterpret_cast<const char*>(p->zt.z[q]);
+      zc.dst = reinterpret_cast<char*>(qz + (int64_t)me * lay.dloc * lay.szt);
+      zc.outer = c.batch;
+      zc.inner = lay.dloc;
+      zc.run = lay.szt * 4;
+      zc.src_so = (int64_t)lay.dloc * lay.szt * 4;
+      zc.src_si = lay.szt * 4;
+      zc.dst_so = c.dim * lay.szt * 4;
+      zc.dst_si = lay.szt * 4;
+      p->copy_z.blk[p->copy_z.n++] = normalized(zc);
     }
     if (p->ab.a[q] == nullptr || p->ab.b[q] == nullptr || p->zt.z[q] == nullptr) {
       set_error(FOLDCP_ERR_TEAM, "nvshmem_ptr to rank " + std::to_string(q) + " is NULL although route peer was chosen");
@@ -335,6 +376,8 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
 }
 
 int foldcp_cp_plan_route(const foldcp_cp_plan* plan) { return plan == nullptr ? -1 : plan->route; }
+
+int foldcp_cp_plan_reshard(const foldcp_cp_plan* plan) { return plan == nullptr ? -1 : plan->cfg.reshard; }
 
 int foldcp_cp_plan_reshard_bytes(const foldcp_cp_plan* plan, uint64_t* to_channels, uint64_t* to_tokens) {
   clear_error();
@@ -369,6 +412,9 @@ int foldcp_cp_forward(foldcp_cp_plan* p, const void* x, const uint8_t* mask, voi
     if (e == cudaSuccess && p->route == FOLDCP_CP_PUT) {
       what = "the puts of reshard 1";
       e = launch_put_ab(p->put_ab, s);
+    } else if (e == cudaSuccess && p->copy_ab.n > 0) {
+      what = "the all-to-all of reshard 1 (unfused)";
+      e = launch_block_copies(p->copy_ab, s);
     }
     if (e == cudaSuccess) {
       what = "the signal of reshard 1";
@@ -381,6 +427,9 @@ int foldcp_cp_forward(foldcp_cp_plan* p, const void* x, const uint8_t* mask, voi
     if (e == cudaSuccess && p->route == FOLDCP_CP_PUT) {
       what = "the puts of reshard 2";
       e = launch_put_z(p->put_z, s);
+    } else if (e == cudaSuccess && p->copy_z.n > 0) {
+      what = "the all-to-all of reshard 2 (unfused)";
+      e = launch_block_copies(p->copy_z, s);
     }
     if (e == cudaSuccess) {
       what = "the signal of reshard 2";

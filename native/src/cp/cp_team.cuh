@@ -14,7 +14,9 @@ namespace cp {
 
 // Signal slots: each holds one uint64 per source rank, set by that rank to an epoch that only
 // grows, so no slot is ever reset (a reset could race with a fast peer's next signal).
-enum Slot { kBarrier = 0, kToChannels = 1, kToTokens = 2, kSlots = 3 };
+// kA2aReady / kA2aData: the heads all-to-all (a2a.cu): "I entered the call" and "my blocks for
+// you have landed" (set by the signal kernel, or by a put with signal).
+enum Slot { kBarrier = 0, kToChannels = 1, kToTokens = 2, kA2aReady = 3, kA2aData = 4, kSlots = 5 };
 constexpr int kRecordBytes = 256;
 static_assert(FOLDCP_CP_MAX_RANKS == kMaxRanks, "one rank limit for the header and the kernels");
 
@@ -29,7 +31,7 @@ struct Team {
   uint64_t* sig = nullptr;       // [kSlots][kMaxRanks]
   uint8_t* rec_mine = nullptr;   // [kRecordBytes]: what this rank publishes
   uint8_t* rec_all = nullptr;    // [kMaxRanks][kRecordBytes]: gathered from every rank
-  uint64_t epoch[kSlots] = {0, 0, 0};
+  uint64_t epoch[kSlots] = {};
   // host-mapped flags: [r] = 1 when rank r did not signal in time; [kMaxRanks] = any wait failed
   int* miss_host = nullptr;
   int* miss_dev = nullptr;

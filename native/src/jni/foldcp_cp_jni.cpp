@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "foldcp_a2a.h"
 #include "foldcp_cp.h"
 #include "foldcp_trimul.h"
 #include "jni_common.h"
@@ -33,7 +34,7 @@ const StatusMap kCpMap{cp_status_name, cp_input_error, cp_exception};
 bool check(JNIEnv* env, int status, const char* call) { return check(env, kCpMap, status, call); }
 
 bool config_from(JNIEnv* env, jlong batch, jlong n, jlong dim, jint grid_rows, jint grid_cols, jlong tile_rows,
-                 jlong tile_cols, jint route, jbyteArray digest, foldcp_cp_config* c) {
+                 jlong tile_cols, jint route, jint reshard, jbyteArray digest, foldcp_cp_config* c) {
   *c = foldcp_cp_config{};
   c->batch = batch;
   c->n = n;
@@ -43,6 +44,7 @@ bool config_from(JNIEnv* env, jlong batch, jlong n, jlong dim, jint grid_rows, j
   c->tile_rows = tile_rows;
   c->tile_cols = tile_cols;
   c->route = route;
+  c->reshard = reshard;
   if (digest != nullptr) {
     if (env->GetArrayLength(digest) != FOLDCP_CP_DIGEST_BYTES) {
       throw_plain(env, kInvalidInput, "digest length = " + std::to_string(env->GetArrayLength(digest)) +
@@ -123,9 +125,11 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_destroyLayer(JNIEnv* 
 
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planBytes(JNIEnv* env, jclass, jlong batch, jlong n,
                                                                       jlong dim, jint grid_rows, jint grid_cols,
-                                                                      jlong tile_rows, jlong tile_cols, jint route) {
+                                                                      jlong tile_rows, jlong tile_cols, jint route,
+                                                                      jint reshard) {
   foldcp_cp_config c;
-  if (!config_from(env, batch, n, dim, grid_rows, grid_cols, tile_rows, tile_cols, route, nullptr, &c)) return -1;
+  if (!config_from(env, batch, n, dim, grid_rows, grid_cols, tile_rows, tile_cols, route, reshard, nullptr, &c))
+    return -1;
   size_t bytes = 0;
   if (check(env, foldcp_cp_plan_bytes(&c, route, &bytes), "foldcp_cp_plan_bytes")) return -1;
   return static_cast<jlong>(bytes);
@@ -134,13 +138,15 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planBytes(JNIEnv* en
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_createPlan(JNIEnv* env, jclass, jlong batch, jlong n,
                                                                        jlong dim, jint grid_rows, jint grid_cols,
                                                                        jlong tile_rows, jlong tile_cols, jint route,
-                                                                       jbyteArray digest, jlongArray layers) {
+                                                                       jint reshard, jbyteArray digest,
+                                                                       jlongArray layers) {
   if (digest == nullptr || layers == nullptr) {
     throw_plain(env, kInvalidInput, "digest and layers must not be null");
     return 0;
   }
   foldcp_cp_config c;
-  if (!config_from(env, batch, n, dim, grid_rows, grid_cols, tile_rows, tile_cols, route, digest, &c)) return 0;
+  if (!config_from(env, batch, n, dim, grid_rows, grid_cols, tile_rows, tile_cols, route, reshard, digest, &c))
+    return 0;
   const jsize nl = env->GetArrayLength(layers);
   std::vector<jlong> handles(nl);
   env->GetLongArrayRegion(layers, 0, nl, handles.data());
@@ -153,6 +159,10 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_createPlan(JNIEnv* e
 
 JNIEXPORT jint JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planRoute(JNIEnv*, jclass, jlong plan) {
   return foldcp_cp_plan_route(as_ptr<const foldcp_cp_plan>(plan));
+}
+
+JNIEXPORT jint JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planReshard(JNIEnv*, jclass, jlong plan) {
+  return foldcp_cp_plan_reshard(as_ptr<const foldcp_cp_plan>(plan));
 }
 
 // {bytes of reshard 1 (token -> channel), bytes of reshard 2 (channel -> token)} per forward
@@ -177,6 +187,64 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_forward(JNIEnv* env, 
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_destroyPlan(JNIEnv* env, jclass, jlong plan) {
   check(env, foldcp_cp_plan_destroy(as_ptr<foldcp_cp_plan>(plan)), "foldcp_cp_plan_destroy");
+}
+
+// ---- the heads all-to-all (foldcp_a2a.h)
+
+JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_a2aPlanBytes(JNIEnv* env, jclass, jlong batch,
+                                                                         jlong seq_local, jlong heads, jlong head_dim,
+                                                                         jint dtype, jint ranks, jint route) {
+  const foldcp_a2a_config c{batch, seq_local, heads, head_dim, dtype, route};
+  size_t bytes = 0;
+  if (check(env, foldcp_a2a_plan_bytes(&c, ranks, route, &bytes), "foldcp_a2a_plan_bytes")) return -1;
+  return static_cast<jlong>(bytes);
+}
+
+JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_a2aCreate(JNIEnv* env, jclass, jlong batch, jlong seq_local,
+                                                                      jlong heads, jlong head_dim, jint dtype,
+                                                                      jint route) {
+  const foldcp_a2a_config c{batch, seq_local, heads, head_dim, dtype, route};
+  foldcp_a2a* plan = nullptr;
+  if (check(env, foldcp_a2a_create(&c, &plan), "foldcp_a2a_create")) return 0;
+  return static_cast<jlong>(reinterpret_cast<uintptr_t>(plan));
+}
+
+JNIEXPORT jint JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_a2aRoute(JNIEnv*, jclass, jlong plan) {
+  return foldcp_a2a_route(as_ptr<const foldcp_a2a>(plan));
+}
+
+// {output buffer address, its bytes, bytes sent per call}
+JNIEXPORT jlongArray JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_a2aBuffers(JNIEnv* env, jclass, jlong plan) {
+  void* out = nullptr;
+  size_t bytes = 0;
+  uint64_t sent = 0;
+  if (check(env, foldcp_a2a_output(as_ptr<const foldcp_a2a>(plan), &out, &bytes), "foldcp_a2a_output")) return nullptr;
+  if (check(env, foldcp_a2a_bytes_sent(as_ptr<const foldcp_a2a>(plan), &sent), "foldcp_a2a_bytes_sent")) return nullptr;
+  const jlong v[3] = {static_cast<jlong>(reinterpret_cast<uintptr_t>(out)), static_cast<jlong>(bytes),
+                      static_cast<jlong>(sent)};
+  jlongArray arr = env->NewLongArray(3);
+  if (arr != nullptr) env->SetLongArrayRegion(arr, 0, 3, v);
+  return arr;
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_a2aScatterHeads(JNIEnv* env, jclass, jlong plan, jlong in,
+                                                                           jlong out, jlong stream) {
+  check(env,
+        foldcp_a2a_scatter_heads(as_ptr<foldcp_a2a>(plan), as_ptr<const void>(in), as_ptr<void>(out),
+                                 as_ptr<struct CUstream_st>(stream)),
+        "foldcp_a2a_scatter_heads");
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_a2aGatherHeads(JNIEnv* env, jclass, jlong plan, jlong in,
+                                                                          jlong out, jlong stream) {
+  check(env,
+        foldcp_a2a_gather_heads(as_ptr<foldcp_a2a>(plan), as_ptr<const void>(in), as_ptr<void>(out),
+                                as_ptr<struct CUstream_st>(stream)),
+        "foldcp_a2a_gather_heads");
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_a2aDestroy(JNIEnv* env, jclass, jlong plan) {
+  check(env, foldcp_a2a_destroy(as_ptr<foldcp_a2a>(plan)), "foldcp_a2a_destroy");
 }
 
 }  // extern "C"

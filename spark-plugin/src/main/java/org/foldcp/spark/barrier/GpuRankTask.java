@@ -85,7 +85,8 @@ final class GpuRankTask extends RankBody {
     String route = "";
     for (List<ComplexShape> group : byShape(complexes).values()) {
       ComplexShape shape = group.get(0);
-      try (CpGpuStack cp = new CpGpuStack(team, plan.grid, shape.nTokens(), 1, stack, plan.nvshmem.storeRoute())) {
+      try (CpGpuStack cp = new CpGpuStack(team, plan.grid, shape.nTokens(), 1, stack, plan.nvshmem.storeRoute(),
+          plan.nvshmem.reshard())) {
         route = cp.route().label();
         for (ComplexShape c : group) {
           TileRecord in = RankTask.layoutTile(c, mine, plan.grid, rank, metrics);

@@ -16,6 +16,7 @@ import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.gpu.cp.Reshard;
 import org.foldcp.ops.gpu.cp.StoreRoute;
 import scala.Tuple2;
 
@@ -131,6 +132,13 @@ public final class FoldCpConf implements Serializable {
           + " the same on every rank.",
       ValueParsers.anyCaseEnum(StoreRoute.class));
 
+  public static final ConfKey<Reshard> NVSHMEM_RESHARD = new ConfKey<>(
+      PREFIX + "nvshmem.reshard", "one of fused, unfused", "fused",
+      "How the GPU team's two reshards run: fused into the GEMM epilogues' stores, or unfused (the kernels store"
+          + " locally, then a separate all-to-all moves the data: the reference that shows what fusion buys;"
+          + " the outputs are the same bits). Decided once per stack, the same on every rank.",
+      ValueParsers.anyCaseEnum(Reshard.class));
+
   public static final ConfKey<Integer> WEIGHTS_CACHE_ENTRIES = new ConfKey<>(PREFIX + "weights.cacheEntries",
       "an integer >= 0", "8",
       "Decoded layer weights an executor keeps for reuse by later tasks; 0 disables the cache.",
@@ -146,7 +154,7 @@ public final class FoldCpConf implements Serializable {
   /** Every key, in the order of the README table and of {@link #asMap()}. */
   public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
       CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
-      NVSHMEM_STORE_ROUTE, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE);
+      NVSHMEM_STORE_ROUTE, NVSHMEM_RESHARD, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE);
 
   private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
       .collect(Collectors.toUnmodifiableMap(ConfKey::name, k -> k));
@@ -165,6 +173,7 @@ public final class FoldCpConf implements Serializable {
   private final String nvshmemHome;
   private final long nvshmemHeapBytes;
   private final StoreRoute storeRoute;
+  private final Reshard reshard;
   private final int weightsCacheEntries;
   private final boolean allowNonFinite;
 
@@ -188,6 +197,7 @@ public final class FoldCpConf implements Serializable {
     this.nvshmemHome = NVSHMEM_HOME.parse(all.get(NVSHMEM_HOME.name()));
     this.nvshmemHeapBytes = NVSHMEM_HEAP_BYTES.parse(all.get(NVSHMEM_HEAP_BYTES.name()));
     this.storeRoute = NVSHMEM_STORE_ROUTE.parse(all.get(NVSHMEM_STORE_ROUTE.name()));
+    this.reshard = NVSHMEM_RESHARD.parse(all.get(NVSHMEM_RESHARD.name()));
     this.weightsCacheEntries = WEIGHTS_CACHE_ENTRIES.parse(all.get(WEIGHTS_CACHE_ENTRIES.name()));
     this.allowNonFinite = INPUT_ALLOW_NON_FINITE.parse(all.get(INPUT_ALLOW_NON_FINITE.name()));
 
@@ -318,6 +328,9 @@ public final class FoldCpConf implements Serializable {
 
   /** The requested store route of the GPU team's fused reshards. */
   public StoreRoute storeRoute() { return storeRoute; }
+
+  /** Whether the GPU team's reshards are fused into the epilogues or a separate all-to-all. */
+  public Reshard reshard() { return reshard; }
 
   public int weightsCacheEntries() { return weightsCacheEntries; }
 

@@ -4,6 +4,7 @@ import java.io.Serializable;
 import java.util.Locale;
 import java.util.Objects;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.gpu.cp.Reshard;
 import org.foldcp.ops.gpu.cp.StoreRoute;
 
 /**
@@ -53,14 +54,20 @@ public final class RoutePlan implements Serializable {
    * What the GPU ranks of an NVSHMEM plan need: where NVSHMEM is ({@code home}, null to search),
    * the symmetric heap each rank reserves, and the store route their stacks ask for.
    */
-  public record Nvshmem(String home, long heapBytes, StoreRoute storeRoute) implements Serializable {
+  public record Nvshmem(String home, long heapBytes, StoreRoute storeRoute, Reshard reshard) implements Serializable {
     public Nvshmem {
       Objects.requireNonNull(storeRoute, "storeRoute");
+      Objects.requireNonNull(reshard, "reshard");
     }
 
-    /** e.g. "store route auto, heap 16384 MiB per GPU, NVSHMEM from a search". */
+    /** Fused reshards (the default). */
+    public Nvshmem(String home, long heapBytes, StoreRoute storeRoute) {
+      this(home, heapBytes, storeRoute, Reshard.FUSED);
+    }
+
+    /** e.g. "store route auto, reshards fused, heap 16384 MiB per GPU, NVSHMEM from a search". */
     public String describe() {
-      return "store route " + storeRoute.label() + ", heap " + (heapBytes >> 20) + " MiB per GPU, NVSHMEM from "
+      return "store route " + storeRoute.label() + ", reshards " + reshard.label() + ", heap " + (heapBytes >> 20) + " MiB per GPU, NVSHMEM from "
           + (home == null ? "a search (NVSHMEM_HOME, pip wheel, java.library.path)" : home);
     }
   }
@@ -149,7 +156,7 @@ public final class RoutePlan implements Serializable {
 
   /**
    * e.g. "shuffle cp=4 grid=2x2 backend=cpu", "barrier cp=2 grid=2x1 backend=cpu transport=tcp",
-   * "barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto".
+   * "barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto reshard=fused".
    */
   public String describe() {
     StringBuilder sb = new StringBuilder(kind.name().toLowerCase(Locale.ROOT)).append(" cp=").append(grid.size())
@@ -158,7 +165,8 @@ public final class RoutePlan implements Serializable {
       sb.append(" transport=").append(transport.label());
     }
     if (nvshmem != null) {
-      sb.append(" storeRoute=").append(nvshmem.storeRoute().label());
+      sb.append(" storeRoute=").append(nvshmem.storeRoute().label()).append(" reshard=")
+          .append(nvshmem.reshard().label());
     }
     if (allowNonFinite) {
       sb.append(" allowNonFinite");

@@ -223,7 +223,7 @@ public final class RouteChooser {
 
   private static RoutePlan nvshmem(FoldCpConf conf, CpGrid grid, int threads, String reason) {
     return plan(Kind.BARRIER, grid, threads, conf, reason).withNvshmem(
-        new RoutePlan.Nvshmem(conf.nvshmemHome(), conf.nvshmemHeapBytes(), conf.storeRoute()));
+        new RoutePlan.Nvshmem(conf.nvshmemHome(), conf.nvshmemHeapBytes(), conf.storeRoute(), conf.reshard()));
   }
 
   private static RoutePlan plan(Kind kind, CpGrid grid, int threads, FoldCpConf conf, String reason) {

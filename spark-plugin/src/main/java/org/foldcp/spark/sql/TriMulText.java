@@ -14,7 +14,7 @@ final class TriMulText {
 
   /**
    * e.g. "FoldCpTriMul route=shuffle cp=4 grid=2x2 backend=cpu layers=2", or for a GPU team
-   * "FoldCpTriMul route=barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto layers=2".
+   * "FoldCpTriMul route=barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto reshard=fused layers=2".
    */
   static String simple(RoutePlan plan, LayerStack stack) {
     return NODE_NAME + " route=" + plan.describe() + " layers=" + stack.size();

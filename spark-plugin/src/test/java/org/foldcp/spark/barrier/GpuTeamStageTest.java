@@ -117,7 +117,7 @@ class GpuTeamStageTest {
           () -> BarrierPreflight.checkOneRankPerExecutor(c, false, cluster, GPU_PLAN), c.toDebugString());
       String m = e.getMessage();
       assertTrue(m.startsWith("spark.foldcp.cp.transport = nvshmem (barrier cp=2 grid=2x1 backend=gpu transport=nvshmem"
-          + " storeRoute=auto): the GPU team runs each of its cp = 2 ranks as an NVSHMEM PE, one per executor process"
+          + " storeRoute=auto reshard=fused): the GPU team runs each of its cp = 2 ranks as an NVSHMEM PE, one per executor process"
           + " and GPU, so no executor may run two tasks of the barrier stage at once"), m);
       assertTrue(m.contains("spark.executor.resource.gpu.amount=1, spark.task.resource.gpu.amount=1"), m);
       assertTrue(m.endsWith("or set spark.foldcp.cp.transport=tcp to run the ranks on the CPU"), m);

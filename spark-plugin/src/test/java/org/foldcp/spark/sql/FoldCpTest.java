@@ -126,9 +126,9 @@ class FoldCpTest {
         TriMulNode.over(classic.logicalPlan(), stack, gpuPlan));
     String simple = explain(gpu, "simple");
     assertTrue(simple.contains("FoldCpTriMul route=barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=put"
-        + " layers=2"), simple);
+        + " reshard=fused layers=2"), simple);
     String formatted = explain(gpu, "formatted");
-    assertTrue(formatted.contains("NVSHMEM: store route put, heap 16384 MiB per GPU, NVSHMEM from a search"), formatted);
+    assertTrue(formatted.contains("NVSHMEM: store route put, reshards fused, heap 16384 MiB per GPU, NVSHMEM from a search"), formatted);
     assertTrue(formatted.contains("spark.foldcp.cp.transport = auto: the ranks have GPUs"), formatted);
     assertTrue(explain(gpu, "extended").contains("nvshmem=(store route put"), explain(gpu, "extended"));
   }

@@ -93,7 +93,7 @@ class RouteChooserTest {
     RoutePlan plan = RouteChooser.choose(conf("spark.foldcp.route", "gpu", "spark.foldcp.cp", "2",
         "spark.master", "spark://head:7077"), NO_LIBRARY_CHECK);
     assertEquals(Kind.BARRIER, plan.kind);
-    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto", plan.describe());
+    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto reshard=fused", plan.describe());
     InvalidInputException e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(conf(
         "spark.foldcp.route", "gpu", "spark.foldcp.cp", "2", "spark.master", "local[4]"), NO_LIBRARY_CHECK));
     assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'gpu': with cp = 2 the GPU ranks form an NVSHMEM"

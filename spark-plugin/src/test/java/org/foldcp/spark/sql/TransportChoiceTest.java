@@ -53,7 +53,7 @@ class TransportChoiceTest {
     assertEquals(RoutePlan.Backend.GPU, p.backend);
     assertEquals(Transport.NVSHMEM, p.transport);
     assertEquals(new RoutePlan.Nvshmem("/opt/nvshmem", 2L << 30, StoreRoute.AUTO), p.nvshmem);
-    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto", p.describe());
+    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=auto reshard=fused", p.describe());
     assertTrue(p.reason.contains("spark.foldcp.cp.transport = auto: the ranks have GPUs"
         + " (spark.executor.resource.gpu.amount > 0), so they form an NVSHMEM team"), p.reason);
   }
@@ -113,7 +113,7 @@ class TransportChoiceTest {
     RoutePlan p = RouteChooser.choose(conf("spark.master", CLUSTER, "spark.foldcp.cp.transport", "NVSHMEM",
         "spark.foldcp.nvshmem.storeRoute", "put", "spark.foldcp.route", "barrier"), TransportChoiceTest::notAsked);
     assertEquals(Transport.NVSHMEM, p.transport);
-    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=put", p.describe());
+    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=put reshard=fused", p.describe());
     assertTrue(p.reason.contains("spark.foldcp.cp.transport = nvshmem: forced"), p.reason);
   }
 
@@ -162,6 +162,6 @@ class TransportChoiceTest {
     assertThrows(IllegalArgumentException.class, () -> RoutePlan.single(1, "test")
         .withNvshmem(new RoutePlan.Nvshmem(null, 1L << 30, StoreRoute.AUTO)));
     RoutePlan gpu = barrier.withNvshmem(new RoutePlan.Nvshmem(null, 1L << 30, StoreRoute.PEER));
-    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=peer", gpu.describe());
+    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem storeRoute=peer reshard=fused", gpu.describe());
   }
 }

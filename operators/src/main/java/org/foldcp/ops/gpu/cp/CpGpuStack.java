@@ -43,15 +43,22 @@ public final class CpGpuStack implements AutoCloseable {
   private final DeviceBuffer maskBuf;
   private final long plan;
   private final StoreRoute route;
+  private final Reshard reshard;
   private final long bytesToChannels;
   private final long bytesToTokens;
   private boolean closed;
 
   /**
    * The stack on {@code grid} (cp0 * cp1 must equal the team size) for complexes of N tokens and
-   * {@code batch} batch elements; {@code requested} route AUTO, PEER or PUT.
+   * {@code batch} batch elements; {@code requested} route AUTO, PEER or PUT; reshards fused.
    */
   public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested) {
+    this(team, grid, n, batch, stack, requested, Reshard.FUSED);
+  }
+
+  /** As above, with the reshards {@code reshard} (fused into the epilogues, or a separate all-to-all). */
+  public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested,
+      Reshard reshard) {
     this.layout = ShardLayout.forGpu(grid, n, stack.dim());  // first: D % cp is named before anything else
     InvalidInputException.require(grid.size() == team.size(), "cp grid", grid,
         "must have as many ranks as the NVSHMEM team (" + team.size() + ")");
@@ -74,7 +81,7 @@ public final class CpGpuStack implements AutoCloseable {
       long[] handles = made.stream().mapToLong(Long::longValue).toArray();
       // The plan first: it checks the ranks agree and the heap holds it before the tile buffers exist.
       p = NativeCp.createPlan(batch, n, stack.dim(), grid.rowGroups(), grid.colGroups(), t.rows, t.cols,
-          requested.code, digest(stack), handles);
+          requested.code, reshard.code, digest(stack), handles);
       long tokens = (long) batch * t.rows * t.cols;
       tb = DeviceBuffer.allocate(dev, tokens * stack.dim() * 2, "CP tile (x / out)");
       mb = DeviceBuffer.allocate(dev, tokens, "CP tile mask");
@@ -89,14 +96,15 @@ public final class CpGpuStack implements AutoCloseable {
     this.maskBuf = mb;
     this.plan = p;
     this.route = StoreRoute.ofCode(NativeCp.planRoute(p));
+    this.reshard = Reshard.ofCode(NativeCp.planReshard(p));
     long[] bytes = NativeCp.planReshardBytes(p);
     this.bytesToChannels = bytes[0];
     this.bytesToTokens = bytes[1];
     team.stackOpened();
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp CP stack on rank " + team.rank() + ": " + layout + ", "
         + stack.size() + " layer(s), batch " + batch + ", store route " + route.label() + " (asked "
-        + requested.label() + "), per forward " + bytesToChannels + " B token->channel and " + bytesToTokens
-        + " B channel->token leave this rank");
+        + requested.label() + "), reshards " + reshard.label() + ", per forward " + bytesToChannels
+        + " B token->channel and " + bytesToTokens + " B channel->token leave this rank");
   }
 
   /** SHA-256 over every layer's weights digest and what the kernels bake in (direction, residual, eps). */
@@ -120,6 +128,9 @@ public final class CpGpuStack implements AutoCloseable {
 
   /** The store route both fused reshards use (decided at construction, the same on every rank). */
   public StoreRoute route() { return route; }
+
+  /** Whether the reshards are fused into the epilogues or a separate all-to-all (decided at construction). */
+  public Reshard reshard() { return reshard; }
 
   /** Bytes leaving this rank per forward in the token -> channel reshard (all layers). */
   public long bytesToChannels() { return bytesToChannels; }

@@ -111,12 +111,14 @@ public final class NativeCp {
 
   /** Symmetric-heap bytes of a plan (no device needed once loaded). */
   public static native long planBytes(long batch, long n, long dim, int gridRows, int gridCols, long tileRows,
-      long tileCols, int route);
+      long tileCols, int route, int reshard);
 
   public static native long createPlan(long batch, long n, long dim, int gridRows, int gridCols, long tileRows,
-      long tileCols, int route, byte[] digest, long[] layers);
+      long tileCols, int route, int reshard, byte[] digest, long[] layers);
 
   public static native int planRoute(long plan);
+
+  public static native int planReshard(long plan);
 
   /** {reshard 1 bytes, reshard 2 bytes} leaving this rank per forward of the stack. */
   public static native long[] planReshardBytes(long plan);
@@ -124,6 +126,25 @@ public final class NativeCp {
   public static native void forward(long plan, long x, long mask, long out, long stream);
 
   public static native void destroyPlan(long plan);
+
+  // ---- the heads all-to-all (native/include/foldcp_a2a.h); HeadsAllToAll is the safe API
+
+  /** Symmetric-heap bytes of an all-to-all plan on {@code ranks} ranks (no team needed once loaded). */
+  public static native long a2aPlanBytes(long batch, long seqLocal, long heads, long headDim, int dtype, int ranks,
+      int route);
+
+  public static native long a2aCreate(long batch, long seqLocal, long heads, long headDim, int dtype, int route);
+
+  public static native int a2aRoute(long plan);
+
+  /** {output buffer address, its bytes, bytes sent per call}. */
+  public static native long[] a2aBuffers(long plan);
+
+  public static native void a2aScatterHeads(long plan, long in, long out, long stream);
+
+  public static native void a2aGatherHeads(long plan, long in, long out, long stream);
+
+  public static native void a2aDestroy(long plan);
 
   /** Creates the native layer of {@code layer} in the CP library (its own copy of the kernels). */
   static long createLayer(TriMulLayer layer) {

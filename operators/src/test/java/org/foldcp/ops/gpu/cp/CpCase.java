@@ -20,20 +20,33 @@ import org.foldcp.ops.tensor.PairTensor;
  * @param skewRank  a rank that builds its weights from another seed (-1: none): the test of
  *     weights that differ across ranks
  * @param repeats  forwards in a row (the memory test)
+ * @param reshard  fused into the epilogues, or the separate all-to-all
  */
 record CpCase(String name, String grid, Direction direction, int n, int dim, int batch, boolean mask,
-    boolean biases, int layers, StoreRoute route, long seed, int skewRank, int repeats) {
+    boolean biases, int layers, StoreRoute route, long seed, int skewRank, int repeats, Reshard reshard) {
+
+  CpCase(String name, String grid, Direction direction, int n, int dim, int batch, boolean mask, boolean biases,
+      int layers, StoreRoute route, long seed, int skewRank, int repeats) {
+    this(name, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats, Reshard.FUSED);
+  }
+
+  /** The same case with the reshards unfused, under another name. */
+  CpCase unfused(String newName) {
+    return new CpCase(newName, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats,
+        Reshard.UNFUSED);
+  }
 
   String line() {
     return String.join(" ", name, grid, direction.name(), "" + n, "" + dim, "" + batch, "" + mask, "" + biases,
-        "" + layers, route.name(), "" + seed, "" + skewRank, "" + repeats);
+        "" + layers, route.name(), "" + seed, "" + skewRank, "" + repeats, reshard.name());
   }
 
   static CpCase parse(String line) {
     String[] f = line.trim().split(" ");
     return new CpCase(f[0], f[1], Direction.valueOf(f[2]), Integer.parseInt(f[3]), Integer.parseInt(f[4]),
         Integer.parseInt(f[5]), Boolean.parseBoolean(f[6]), Boolean.parseBoolean(f[7]), Integer.parseInt(f[8]),
-        StoreRoute.valueOf(f[9]), Long.parseLong(f[10]), Integer.parseInt(f[11]), Integer.parseInt(f[12]));
+        StoreRoute.valueOf(f[9]), Long.parseLong(f[10]), Integer.parseInt(f[11]), Integer.parseInt(f[12]),
+        Reshard.valueOf(f[13]));
   }
 
   CpGrid cpGrid() {

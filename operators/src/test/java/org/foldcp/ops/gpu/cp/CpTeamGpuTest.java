@@ -3,7 +3,6 @@ package org.foldcp.ops.gpu.cp;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
-import static org.junit.jupiter.api.Assertions.fail;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -14,7 +13,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.TimeUnit;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.cp.Sharding;
 import org.foldcp.ops.gpu.GpuTriMul;
@@ -105,6 +103,8 @@ class CpTeamGpuTest {
     cases.add(new CpCase("dcp", "3x1", Direction.OUTGOING, 100, 64, 1, true, false, 1, StoreRoute.AUTO, 10, -1, 1));
     cases.add(new CpCase("leak", "2x1", Direction.INCOMING, 256, 64, 1, true, true, 1, StoreRoute.PEER, 12, -1, 100));
     cases.add(new CpCase("after", "1x2", Direction.OUTGOING, 128, 32, 1, false, false, 1, StoreRoute.AUTO, 13, -1, 1));
+    List<String[]> unfused = addUnfused(cases, List.of("g2x1-o1000-peer", "g1x2-i2050-peer", "g2x1-i100-put",
+        "stack3"));
     Map<String, String> errors = runTeam(dir, 2, cases, Set.of(), List.of());
 
     for (CpCase c : cases) {
@@ -143,8 +143,10 @@ class CpTeamGpuTest {
       assertTrue(Long.parseLong(m[4]) < (1 << 20), "rank " + r + ": the team still holds " + m[4]
           + " heap bytes after the plan closed (only its control block may stay)");
     }
+    assertUnfusedEqualsFused(dir, 2, unfused);
     System.out.println("PASS cp2GridsDirectionsSizesAndRoutes: " + cases.size() + " cases; free device memory after 100"
-        + " forwards and close equals the value before on both ranks");
+        + " forwards and close equals the value before on both ranks; unfused == fused bit for bit in "
+        + unfused.size() + " cases");
   }
 
   @Test
@@ -152,11 +154,15 @@ class CpTeamGpuTest {
   void cp4GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
     List<CpCase> cases = grid(List.of("4x1", "2x2", "1x4"), new int[] {100, 1000, 2050}, 64, 101);
     cases.add(new CpCase("stack3", "2x2", Direction.OUTGOING, 100, 128, 2, true, true, 3, StoreRoute.AUTO, 5, -1, 1));
+    List<String[]> unfused = addUnfused(cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer",
+        "stack3"));
     Map<String, String> errors = runTeam(dir, 4, cases, Set.of(), List.of());
     for (CpCase c : cases) {
       checkCase(dir, c, 4, errors);
     }
-    System.out.println("PASS cp4GridsDirectionsSizesAndRoutes: " + cases.size() + " cases");
+    assertUnfusedEqualsFused(dir, 4, unfused);
+    System.out.println("PASS cp4GridsDirectionsSizesAndRoutes: " + cases.size() + " cases; unfused == fused bit for"
+        + " bit in " + unfused.size() + " cases");
   }
 
   @Test
@@ -187,9 +193,33 @@ class CpTeamGpuTest {
     }
     for (int r = 0; r < 2; r++) {
       String log = Files.readString(dir.resolve("rank-" + r + ".log"));
-      assertTrue(log.contains("ERROR SUMMARY: 0 errors"), "rank " + r + " under memcheck: " + tail(log));
+      assertTrue(log.contains("ERROR SUMMARY: 0 errors"), "rank " + r + " under memcheck: " + RankProcesses.tail(log));
     }
     System.out.println("PASS memcheckCp2: compute-sanitizer memcheck, ERROR SUMMARY: 0 errors on both ranks, peer and put");
+  }
+
+  /** Adds an unfused twin of each named case; returns the pairs {fused name, unfused name}. */
+  private static List<String[]> addUnfused(List<CpCase> cases, List<String> names) {
+    List<String[]> pairs = new ArrayList<>();
+    for (String name : names) {
+      CpCase c = cases.stream().filter(x -> x.name().equals(name)).findFirst()
+          .orElseThrow(() -> new IllegalArgumentException("no case " + name));
+      cases.add(c.unfused("unf-" + name));
+      pairs.add(new String[] {name, "unf-" + name});
+    }
+    return pairs;
+  }
+
+  /** The reshards move values, never compute on them: unfused and fused outputs are the same bits. */
+  private static void assertUnfusedEqualsFused(Path dir, int size, List<String[]> pairs) throws IOException {
+    for (String[] p : pairs) {
+      for (int r = 0; r < size; r++) {
+        byte[] fused = Files.readAllBytes(dir.resolve("out-" + p[0] + "-" + r + ".bin"));
+        byte[] unf = Files.readAllBytes(dir.resolve("out-" + p[1] + "-" + r + ".bin"));
+        assertTrue(java.util.Arrays.equals(fused, unf), p[1] + " rank " + r + ": the unfused output must equal the"
+            + " fused one bit for bit");
+      }
+    }
   }
 
   private void checkCase(Path dir, CpCase c, int size, Map<String, String> errors) throws IOException {
@@ -262,59 +292,6 @@ class CpTeamGpuTest {
       long timeoutMs, int wallSeconds) throws Exception {
     Files.write(dir.resolve("cases.txt"), cases.stream().map(CpCase::line).toList(), StandardCharsets.UTF_8);
     writeTiles(dir, size, cases);
-    String java = ProcessHandle.current().info().command().orElse("java");
-    String cp = System.getProperty("foldcp.test.classpath", System.getProperty("java.class.path"));
-    List<Process> ps = new ArrayList<>();
-    for (int r = 0; r < size; r++) {
-      if (absent.contains(r)) {
-        continue;
-      }
-      List<String> cmd = new ArrayList<>(prefix);
-      cmd.addAll(List.of(java, "-Xmx6g", "-cp", cp, CpTeamRank.class.getName(), dir.toString(), "" + r, "" + size,
-          "" + timeoutMs, "" + HEAP));
-      ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
-          .redirectOutput(dir.resolve("rank-" + r + ".log").toFile());
-      pb.environment().put("NVSHMEM_DISABLE_NVLS", "1");
-      ps.add(pb.start());
-    }
-    long t0 = System.nanoTime();
-    long deadline = t0 + TimeUnit.SECONDS.toNanos(wallSeconds);
-    for (Process p : ps) {
-      long left = deadline - System.nanoTime();
-      if (!p.waitFor(Math.max(1, left), TimeUnit.NANOSECONDS)) {
-        ps.forEach(Process::destroyForcibly);
-        fail("team of " + size + " did not finish in " + wallSeconds + " s; logs: " + logs(dir, size));
-      }
-    }
-    Map<String, String> errors = new LinkedHashMap<>();
-    try (var files = Files.list(dir)) {
-      for (Path f : files.filter(f -> f.getFileName().toString().startsWith("err-")).sorted().toList()) {
-        String key = f.getFileName().toString().replaceFirst("^err-", "").replaceFirst("\\.txt$", "");
-        errors.put(key, Files.readString(f));
-      }
-    }
-    System.out.println("team of " + size + " ran " + cases.size() + " case(s) in " + (System.nanoTime() - t0) / 1_000_000
-        + " ms; errors reported by the ranks: " + errors.keySet());
-    for (int r = 0; r < size; r++) {
-      if (!absent.contains(r) && !errors.containsKey("team-" + r) && !Files.exists(dir.resolve("done-" + r + ".txt"))) {
-        fail("rank " + r + " did not finish its cases; " + errors + "; logs: " + logs(dir, size));
-      }
-    }
-    return errors;
-  }
-
-  private static String logs(Path dir, int size) throws IOException {
-    StringBuilder sb = new StringBuilder();
-    for (int r = 0; r < size; r++) {
-      Path p = dir.resolve("rank-" + r + ".log");
-      if (Files.exists(p)) {
-        sb.append("\n--- rank ").append(r).append(":\n").append(tail(Files.readString(p)));
-      }
-    }
-    return sb.toString();
-  }
-
-  private static String tail(String s) {
-    return s.length() <= 4000 ? s : s.substring(s.length() - 4000);
+    return RankProcesses.run(dir, size, CpTeamRank.class, absent, prefix, timeoutMs, HEAP, wallSeconds);
   }
 }

@@ -70,8 +70,12 @@ public final class CpTeamRank {
     PairTensor out = null;
     long afterForwards;
     String route;
-    try (CpGpuStack stack = new CpGpuStack(team, c.cpGrid(), c.n(), c.batch(), c.stack(rank), c.route())) {
+    try (CpGpuStack stack = new CpGpuStack(team, c.cpGrid(), c.n(), c.batch(), c.stack(rank), c.route(),
+        c.reshard())) {
       route = stack.route().label();
+      if (stack.reshard() != c.reshard()) {
+        throw new IllegalStateException("asked for reshard " + c.reshard() + ", the plan runs " + stack.reshard());
+      }
       Path in = dir.resolve(c.tileFile(rank));
       var t = stack.tile();
       PairTensor tile = Files.exists(in) ? TileFiles.read(in, c.batch(), t.rows, t.cols, c.dim())
@@ -96,7 +100,7 @@ public final class CpTeamRank {
    * Free device memory while every rank is between two barriers (the ranks share one GPU, so a
    * reading taken while a peer allocates would move with it).
    */
-  private static long quiescentFreeBytes(NvshmemTeam team) {
+  static long quiescentFreeBytes(NvshmemTeam team) {
     team.barrier();
     long free;
     try (GpuDevice dev = GpuDevice.open(0)) {
