@@ -1,0 +1,512 @@
+// Stage 2, the triangle GEMM, on Hopper's asynchronous tensor-core path (issue 10):
+// TMA loads into 128B-swizzled shared memory, an mbarrier pipeline, warp specialization and
+// wgmma.mma_async m64n256k16 (bf16 in, fp32 accumulate). Same math and same output contract as
+// launch_tri_gemm_to in tri_gemm.cu (one N x N x Np product per (batch, channel) plane, z written
+// through a ZTarget), so both can be compared value by value up to the fp32 summation order.
+//   outgoing (direction 0): Z_c = A_c B_c^T, A_c[i][k] = a[c][i][k], B_c[j][k] = b[c][j][k]
+//                           both operands K-major (K contiguous in memory)
+//   incoming (direction 1): Z_c = A_c^T B_c, A_c[k][i] = a[c][k][i], B_c[k][j] = b[c][k][j]
+//                           both operands M/N-major: wgmma reads them transposed (tnspA/tnspB)
+//
+// CTA: 384 threads = 3 warpgroups, 1 CTA per SM (192 KiB of pipeline buffers), persistent.
+//   warpgroup 0: producer. One thread issues the TMA loads of every k-block of every tile this
+//                CTA owns, STAGES k-blocks ahead of the consumers. Its warpgroup gives registers
+//                back (setmaxnreg.dec to 40) so that the consumers can have 232.
+//   warpgroups 1, 2: consumers. Tile 128 x 256, each consumer owns 64 rows x 256 columns: one
+//                wgmma m64n256k16 per 16 of K, 128 fp32 accumulators per thread. After the last
+//                k-block of a tile they store z straight from registers (as tri_gemm.cu does)
+//                while the producer already loads the next tile's first k-blocks.
+// Pipeline: STAGES = 4 slots of (A 128 x 64, B 256 x 64) bf16 = 48 KiB. Per slot s two mbarriers:
+//   full[s]  (count 1): the producer's arrive.expect_tx(48 KiB) + the TMA's complete_tx bytes.
+//   empty[s] (count 8): one arrive per consumer warp once its wgmmas reading slot s are complete.
+// Both sides walk the same sequence of k-blocks (tile after tile), so slot = it % STAGES and
+// phase = (it / STAGES) & 1 for the it-th k-block of this CTA; the producer waits for the empty
+// barrier with the opposite parity (a fresh barrier's "previous" phase counts as complete, so its
+// first STAGES waits return at once).
+// Tile order: tile t of the CTA's sequence (blockIdx.x, + gridDim.x, ...) is plane t / tilesPerPlane
+// and, inside the plane, the same grouped order as tri_gemm.cu (8 M-tiles per group), so the CTAs
+// working at the same time share A and B panels in L2.
+#include <cuda.h>          // CUtensorMap and its enums (types only: the driver entry point is looked up)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+
+#include <atomic>
+#include <cstdint>
+
+#include "common.cuh"
+#include "trimul_internal.h"
+
+// Device-side watchdog: a consumer or the producer that waits on one mbarrier for more than about
+// 10 s traps (a launch error instead of a hang that eats the device call).
+// The check runs only every 4096 failed polls. 0 turns it off.
+#ifndef FOLDCP_WGMMA_WATCHDOG
+#define FOLDCP_WGMMA_WATCHDOG 1
+#endif
+
+namespace foldcp {
+namespace tgw {
+constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
+constexpr int CONSUMERS = 2;                    // consumer warpgroups, 64 rows of the tile each
+constexpr int THREADS = 128 * (1 + CONSUMERS);  // 384
+constexpr int A_BYTES = BM * BK * 2;            // 16 KiB
+constexpr int B_BYTES = BN * BK * 2;            // 32 KiB
+constexpr int STAGE_BYTES = A_BYTES + B_BYTES;  // 48 KiB: the expect_tx count of one k-block
+constexpr int SMEM = STAGES * STAGE_BYTES + 1024;  // + slack to align the buffers to 1024 B
+constexpr int GROUP_M = 8;
+// 128 * 40 + 256 * 232 = 64512 <= 65536 registers of the SM (one CTA per SM).
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+// Box of one TMA load: K-major operands: 64 (K, 128 bytes: the swizzle span) x rows;
+// MN-major operands: 64 (M or N, 128 bytes) x 64 (K) per load, 2 loads for A, 4 for B.
+constexpr int MN_BOX_BYTES = 64 * 64 * 2;  // 8 KiB
+static_assert(STAGE_BYTES < (1 << 20), "mbarrier tx-count is 20 bits");
+static_assert(SMEM <= 227 * 1024, "over the sm_90 dynamic shared-memory limit");
+}  // namespace tgw
+
+namespace {
+
+// ---------------------------------------------------------------- mbarrier (shared::cta)
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Producer: one arrival plus the number of bytes the TMA loads of this phase will complete.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+// Waits until the phase of `bar` with the given parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  if (mbar_try_wait(bar, parity)) return;
+#if FOLDCP_WGMMA_WATCHDOG
+  uint32_t polls = 0;
+  uint64_t t0 = 0;
+  while (!mbar_try_wait(bar, parity)) {
+    if ((++polls & 4095u) == 0) {
+      const uint64_t t = global_ns();
+      if (t0 == 0) {
+        t0 = t;
+      } else if (t - t0 > 10000000000ull) {
+        // No printf here: a function call inside the wgmma pipeline makes ptxas serialize the
+        // wgmmas (C7510). The host sees the trap as a launch failure.
+        __trap();
+      }
+    }
+  }
+#else
+  while (!mbar_try_wait(bar, parity)) {
+  }
+#endif
+}
+
+// ---------------------------------------------------------------- TMA
+// 3D tiled load of the box at (c0 innermost, c1, c2) into 1024-aligned shared memory, completing
+// its bytes on `bar`. Out-of-range elements (rows >= Np of a partial last N tile) are zero-filled
+// and still count towards the transaction bytes.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// ---------------------------------------------------------------- wgmma
+// Shared-memory matrix descriptor (sm_90 wgmma): bits 0-13 start address >> 4, 16-29 leading
+// dimension byte offset >> 4, 32-45 stride dimension byte offset >> 4, 49-51 base offset (0: every
+// tile starts 1024-aligned, i.e. at the start of the 128B swizzle pattern), 62-63 swizzle mode
+// (1 = 128B). The 14-bit address field holds any shared address (< 256 KiB) >> 4, so advancing the
+// start address inside a tile is a plain addition to the low bits.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo_bytes >> 4) & 0x3FFFu) << 16) |
+         ((uint64_t)((sbo_bytes >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// d[64 x 256] (+)= A[64 x 16] * B[16 x 256], both from shared memory through descriptors.
+// TRANS = 0: A is K-major (M x K, K contiguous) and B is K-major (N x K, K contiguous);
+// TRANS = 1: both are M/N-major (imm-trans-a = imm-trans-b = 1). scale_d = 0 ignores d.
+// Accumulator fragment (per thread of the warpgroup, warp w, lane l): d[4j + 2h + e] is row
+// 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e (j < 32, h, e in {0, 1}).
+template <int TRANS>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+#define ACC8(i)                                                                                        \
+  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, %131, %131;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56), ACC8(64), ACC8(72),
+        ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TRANS)
+      : "memory");
+#undef ACC8
+}
+
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+// Tile t of all planes: plane, then grouped order inside the plane (as tri_gemm.cu).
+struct TileXY {
+  int plane, m0, n0;
+};
+__device__ __forceinline__ TileXY tile_xy(int t, int tilesM, int tilesN) {
+  using namespace tgw;
+  const int tpp = tilesM * tilesN;
+  TileXY r;
+  r.plane = t / tpp;
+  const int in = t - r.plane * tpp;
+  const int per_group = GROUP_M * tilesN;
+  const int group = in / per_group;
+  const int first_m = group * GROUP_M;
+  const int gsz = min(tilesM - first_m, GROUP_M);
+  const int rem = in - group * per_group;
+  r.m0 = (first_m + rem % gsz) * BM;
+  r.n0 = (rem / gsz) * BN;
+  return r;
+}
+
+}  // namespace
+
+// KMAJOR: outgoing (both operands K-major); else incoming (both M/N-major).
+// tmA / tmB: 3D maps (innermost: columns of the stored plane, then rows, then planes) over a_ws
+// and b_ws, bf16, 128B swizzle; boxes as described at tgw::MN_BOX_BYTES.
+template <bool KMAJOR>
+__global__ void __launch_bounds__(tgw::THREADS, 1)
+    tri_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
+                          const __grid_constant__ ZTarget zt, int Np, int tilesM, int tilesN, int planes) {
+  using namespace tgw;
+  __shared__ __align__(8) uint64_t full_bar[STAGES];
+  __shared__ __align__(8) uint64_t empty_bar[STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  // 128B swizzle: TMA and wgmma both compute the XOR pattern from address bits 4-9, so every
+  // operand tile must start on a 1024-byte boundary (then the descriptor base offset is 0).
+  const uint32_t sbase = (smem_u32(smem_raw) + 1023u) & ~1023u;
+  const uint32_t full0 = smem_u32(&full_bar[0]);
+  const uint32_t empty0 = smem_u32(&empty_bar[0]);
+
+  const int wg = threadIdx.x >> 7;  // 0: producer, 1..CONSUMERS: consumers (warp-uniform)
+  const int tid_wg = threadIdx.x & 127;
+
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < STAGES; ++s) {
+      mbar_init(full0 + 8 * s, 1);
+      mbar_init(empty0 + 8 * s, CONSUMERS * 4);
+    }
+    // Make the initialized barriers visible to the async proxy (the TMA unit completes tx on them).
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int KT = Np / BK;
+  const int total = planes * tilesM * tilesN;
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producer warpgroup
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0) {
+      tma_prefetch_map(&tmA);
+      tma_prefetch_map(&tmB);
+      int s = 0;
+      uint32_t ph = 0;
+      for (int t = blockIdx.x; t < total; t += gridDim.x) {
+        const TileXY xy = tile_xy(t, tilesM, tilesN);
+        for (int kt = 0; kt < KT; ++kt) {
+          // Slot s is free once all 8 consumer warps released its previous use (parity ph ^ 1).
+          mbar_wait(empty0 + 8 * s, ph ^ 1u);
+          const uint32_t full = full0 + 8 * s;
+          mbar_arrive_expect_tx(full, STAGE_BYTES);
+          const uint32_t sA = sbase + s * STAGE_BYTES;
+          const uint32_t sB = sA + A_BYTES;
+          const int k0 = kt * BK;
+          if constexpr (KMAJOR) {
+            // A: rows m0..m0+127, k0..k0+63 -> 128 rows of 128 B; B: rows n0..n0+255 likewise.
+            tma_load_3d(sA, &tmA, k0, xy.m0, xy.plane, full);
+            tma_load_3d(sB, &tmB, k0, xy.n0, xy.plane, full);
+          } else {
+            // A: k-rows k0..k0+63 of columns m0 + 64h .. +63, each box 64 k-rows of 128 B.
+#pragma unroll
+            for (int h = 0; h < BM / 64; ++h) tma_load_3d(sA + h * MN_BOX_BYTES, &tmA, xy.m0 + 64 * h, k0, xy.plane, full);
+#pragma unroll
+            for (int h = 0; h < BN / 64; ++h) tma_load_3d(sB + h * MN_BOX_BYTES, &tmB, xy.n0 + 64 * h, k0, xy.plane, full);
+          }
+          if (++s == STAGES) {
+            s = 0;
+            ph ^= 1u;
+          }
+        }
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumer warpgroups
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // rows 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  // Descriptor strides (bytes):
+  //  K-major, 128B swizzle: rows of 128 B (64 k), 8-row groups (the swizzle atom) SBO = 1024 B
+  //    apart; the leading offset is unused (K of one wgmma, 32 B, stays inside the 128 B span):
+  //    set to 16 B. The k16 step kk moves the start address by 32 B inside the swizzled row (the
+  //    hardware applies the XOR to the final address, as TMA did when writing).
+  //  M/N-major, 128B swizzle: k-rows of 128 B (64 m or n), 8-k-row groups SBO = 1024 B apart,
+  //    64-wide M/N blocks (one TMA box each) LBO = 8 KiB apart. The k16 step moves the start
+  //    address by 16 k-rows = 2048 B.
+  constexpr uint32_t LBO = KMAJOR ? 16u : (uint32_t)MN_BOX_BYTES;
+  constexpr uint32_t SBO = 1024u;
+  constexpr uint32_t KSTEP = KMAJOR ? 32u : 2048u;  // bytes per 16 of K
+  // This warpgroup's 64 rows of A start 8 KiB into the A tile in both layouts (64 rows x 128 B, or
+  // the second 64-column box).
+  constexpr uint32_t A_WG_OFF = 64u * 128u;
+
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;  // defined values; each tile starts with scale-d = 0 anyway
+  int s = 0;
+  uint32_t ph = 0;
+  const int N = zt.n_store;
+  for (int t = blockIdx.x; t < total; t += gridDim.x) {
+    const TileXY xy = tile_xy(t, tilesM, tilesN);
+    int prev = 0;
+    for (int kt = 0; kt < KT; ++kt) {
+      mbar_wait(full0 + 8 * s, ph);
+      const uint32_t sA = sbase + s * STAGE_BYTES + cw * A_WG_OFF;
+      const uint32_t sB = sbase + s * STAGE_BYTES + A_BYTES;
+      const uint64_t da = smem_desc(sA, LBO, SBO);
+      const uint64_t db = smem_desc(sB, LBO, SBO);
+      // Orders this thread's earlier accesses of acc (the previous tile's epilogue reads) before
+      // the wgmmas that write it.
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < BK / 16; ++kk) {
+        // The first k16 of a tile overwrites the accumulators (scale-d = 0): no zeroing needed.
+        wgmma_m64n256k16<KMAJOR ? 0 : 1>(acc, da + (uint64_t)((kk * KSTEP) >> 4), db + (uint64_t)((kk * KSTEP) >> 4),
+                                         (kt > 0 || kk > 0) ? 1 : 0);
+      }
+      wgmma_commit();
+      if (kt > 0) {
+        // Keep this k-block's group in flight; the previous one is complete: release its slot.
+        wgmma_wait<1>();
+        if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+      }
+      prev = s;
+      if (++s == STAGES) {
+        s = 0;
+        ph ^= 1u;
+      }
+    }
+    wgmma_wait<0>();
+    if (lane == 0) mbar_arrive(empty0 + 8 * prev);
+
+    // ---- epilogue: fp32 z from registers, each token to the rank that owns it (ZTarget) ----
+    // Thread rows: m0 + 64 cw + 16 warp + lane / 4 (+ 8); columns n0 + 8 j + 2 (lane % 4) (+ 1).
+    // A column pair never straddles two destinations (tile_cols is even, a multiple of 8 under CP).
+    const int zb = xy.plane / zt.dloc, zcl = xy.plane - zb * zt.dloc;  // batch, local channel
+    const int g = lane >> 2, t4 = lane & 3;
+    const int n0 = xy.n0;
+    if (n0 < N) {
+      const int c_last = min(n0 + BN, N) - 1;
+      const int cg0 = n0 / zt.tile_cols;
+      const bool one_cg = (c_last / zt.tile_cols) == cg0;  // always true with one destination
+      const bool full_cols = n0 + BN <= N;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = xy.m0 + 64 * cw + 16 * warp + g + 8 * h;
+        if (row >= N) continue;
+        const int rg = row / zt.tile_rows;
+        const int rl = row - rg * zt.tile_rows;
+        if (one_cg) {
+          const int o = rg * zt.grid_cols + cg0;
+          float* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
+                      (int64_t)rl * zt.ld[o] + (n0 - cg0 * zt.tile_cols) + 2 * t4;
+          if (full_cols) {
+#pragma unroll
+            for (int j = 0; j < 32; ++j)
+              *reinterpret_cast<float2*>(zr + 8 * j) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+          } else {
+#pragma unroll
+            for (int j = 0; j < 32; ++j) {
+              const int col = n0 + 8 * j + 2 * t4;
+              if (col + 1 < N) {
+                *reinterpret_cast<float2*>(zr + 8 * j) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+              } else if (col < N) {
+                zr[8 * j] = acc[4 * j + 2 * h];
+              }
+            }
+          }
+        } else {
+          // Columns of this tile go to more than one destination (CP grid): per pair, as tri_gemm.cu.
+#pragma unroll
+          for (int j = 0; j < 32; ++j) {
+            const int col = n0 + 8 * j + 2 * t4;
+            if (col < N) {
+              const int cg = col / zt.tile_cols;
+              const int o = rg * zt.grid_cols + cg;
+              float* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
+                          (int64_t)rl * zt.ld[o] + (col - cg * zt.tile_cols);
+              if (col + 1 < N) {
+                *reinterpret_cast<float2*>(zr) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+              } else {
+                zr[0] = acc[4 * j + 2 * h];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ host side
+namespace {
+
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda). Looked up until it
+// succeeds once; a failed look-up is not cached (the driver may come up later).
+std::atomic<PFN_cuTensorMapEncodeTiled_v12000> g_encode{nullptr};
+
+cudaError_t get_encode(PFN_cuTensorMapEncodeTiled_v12000* out) {
+  PFN_cuTensorMapEncodeTiled_v12000 f = g_encode.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess) return e;
+    if (q != cudaDriverEntryPointSuccess || p == nullptr) return cudaErrorSymbolNotFound;
+    f = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+    g_encode.store(f, std::memory_order_release);
+  }
+  *out = f;
+  return cudaSuccess;
+}
+
+// 3D bf16 map over `planes` planes of np x np (row stride np, plane stride sab elements), box
+// {box0 (innermost, 64 = 128 B), box1, 1}, 128B swizzle, zero fill out of range.
+cudaError_t encode_planes(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap* m, const void* base, int64_t np,
+                          int64_t sab, int64_t planes, uint32_t box0, uint32_t box1) {
+  const cuuint64_t dims[3] = {(cuuint64_t)np, (cuuint64_t)np, (cuuint64_t)planes};
+  const cuuint64_t strides[2] = {(cuuint64_t)np * 2, (cuuint64_t)sab * 2};  // bytes, dims 1 and 2
+  const cuuint32_t box[3] = {box0, box1, 1};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box, estr,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+// Devices whose kernels already have the dynamic shared-memory limit raised (bit per device < 64,
+// per direction).
+std::atomic<uint64_t> g_prepared[2];
+
+template <bool KMAJOR>
+cudaError_t prepare_once(int dev) {
+  const int d = KMAJOR ? 0 : 1;
+  const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+  if (bit != 0 && (g_prepared[d].load(std::memory_order_acquire) & bit)) return cudaSuccess;
+  const cudaError_t e =
+      cudaFuncSetAttribute(tri_gemm_wgmma_kernel<KMAJOR>, cudaFuncAttributeMaxDynamicSharedMemorySize, tgw::SMEM);
+  if (e == cudaSuccess && bit != 0) g_prepared[d].fetch_or(bit, std::memory_order_acq_rel);
+  return e;
+}
+
+}  // namespace
+
+// As launch_tri_gemm_wgmma_to; max_ctas > 0 caps the persistent grid (tests: many tiles per CTA).
+cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                       const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas) {
+  using namespace tgw;
+  const int64_t planes = B * (int64_t)t.dloc;
+  // What TMA and the tiling need: 16-byte aligned bases and strides, np a multiple of the M tile
+  // (and so of BK), int coordinates.
+  if (np <= 0 || np % BM != 0 || np > (1 << 20) || planes <= 0 || planes > (1ll << 30) || sab < np * np ||
+      (sab * 2) % 16 != 0 || (reinterpret_cast<uintptr_t>(a_ws) & 15) != 0 ||
+      (reinterpret_cast<uintptr_t>(b_ws) & 15) != 0 || t.n_store > np || t.tile_rows <= 0 || t.tile_cols <= 0)
+    return cudaErrorInvalidValue;
+  const int tilesM = (int)(np / BM);
+  const int tilesN = (int)((np + BN - 1) / BN);
+  const int64_t total = planes * tilesM * tilesN;
+  if (total > 0x7fffffff) return cudaErrorInvalidValue;
+
+  PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
+  cudaError_t e = get_encode(&enc);
+  if (e != cudaSuccess) return e;
+  CUtensorMap ma, mb;
+  const bool kmajor = L.direction == 0;
+  // K-major: box 64 (K) x BM or BN rows. M/N-major: box 64 (M or N) x 64 (K).
+  e = encode_planes(enc, &ma, a_ws, np, sab, planes, 64, kmajor ? BM : 64);
+  if (e != cudaSuccess) return e;
+  e = encode_planes(enc, &mb, b_ws, np, sab, planes, 64, kmajor ? BN : 64);
+  if (e != cudaSuccess) return e;
+
+  int dev = 0, sms = 0;
+  e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  if (e != cudaSuccess) return e;
+  int grid = (int)(total < sms ? total : sms);
+  if (max_ctas > 0 && grid > max_ctas) grid = max_ctas;
+
+  if (kmajor) {
+    e = prepare_once<true>(dev);
+    if (e != cudaSuccess) return e;
+    tri_gemm_wgmma_kernel<true><<<grid, THREADS, SMEM, s>>>(ma, mb, t, (int)np, tilesM, tilesN, (int)planes);
+  } else {
+    e = prepare_once<false>(dev);
+    if (e != cudaSuccess) return e;
+    tri_gemm_wgmma_kernel<false><<<grid, THREADS, SMEM, s>>>(ma, mb, t, (int)np, tilesM, tilesN, (int)planes);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                     const ZTarget& t, int64_t B, cudaStream_t s) {
+  return launch_tri_gemm_wgmma_ctas(L, a_ws, b_ws, np, sab, t, B, s, 0);
+}
+
+}  // namespace foldcp
