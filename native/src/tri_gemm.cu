@@ -208,8 +208,11 @@ __global__ void __launch_bounds__(tg::THREADS, 1)
   }
 }
 
-cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                               const ZTarget& t, int64_t B, cudaStream_t s) {
+// The mma.sync version: no longer on any path (stage 2 runs tri_gemm_wgmma.cu); kept as the
+// independent oracle of tests/tri_gemm_wgmma_test.cu until the benchmark of all shapes confirms
+// it loses everywhere.
+cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                   const ZTarget& t, int64_t B, cudaStream_t s) {
   const int tilesM = (int)(np / tg::BM);
   const int tilesN = (int)((np + tg::BN - 1) / tg::BN);
   dim3 grid(tilesM * tilesN, (unsigned)(B * t.dloc));
@@ -237,6 +240,13 @@ cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_w
   t.dloc = L.dim;
   t.n_store = (int)N;
   return launch_tri_gemm_to(L, a_ws, b_ws, np, sab, t, B, s);
+}
+
+// Stage 2 on every path (one GPU and CP): the wgmma + TMA kernel, 1.8-2.1x the mma.sync one at
+// (1, 2048, 128) and (1, 4096, 32) on the H200 (tri_gemm_wgmma_test, 2026-12-01).
+cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                               const ZTarget& t, int64_t B, cudaStream_t s) {
+  return launch_tri_gemm_wgmma_to(L, a_ws, b_ws, np, sab, t, B, s);
 }
 
 cudaError_t prepare_tri_gemm() {

@@ -130,14 +130,17 @@ cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* m
                               const AbTarget& t, int64_t B, cudaStream_t s);
 cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                const ZTarget& t, int64_t B, cudaStream_t s);
-// The same triangle GEMM on wgmma + TMA (tri_gemm_wgmma.cu, issue 10): same arguments, same
-// output. Not the default path yet. Needs np % 128 == 0, 16-byte aligned a_ws/b_ws and an even
-// sab (TMA); returns cudaErrorInvalidValue otherwise. The _ctas form caps the persistent grid at
-// max_ctas CTAs (> 0; tests use it to run many tiles per CTA).
+// launch_tri_gemm_to runs the wgmma + TMA kernel (tri_gemm_wgmma.cu): needs np % 128 == 0,
+// 16-byte aligned a_ws/b_ws and an even sab (TMA); returns cudaErrorInvalidValue otherwise. The
+// _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use it to run many tiles per
+// CTA). launch_tri_gemm_mma_to is the mma.sync version (tri_gemm.cu), on no path: the test's
+// oracle, same arguments and output.
 cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                      const ZTarget& t, int64_t B, cudaStream_t s);
 cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                        const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas);
+cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                   const ZTarget& t, int64_t B, cudaStream_t s);
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
                                  int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
 // Two versions of stages 1 and 3: v1 (LayerNorm'd tiles in shared memory, proj_kernels.cu) and

@@ -240,7 +240,7 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
   foldcp::DevLayer L{};
   L.dim = c.D;
   L.direction = dir;
-  CUDA_OK(foldcp::launch_tri_gemm_to(L, a, b, np, sab, zold.t, c.B, s));
+  CUDA_OK(foldcp::launch_tri_gemm_mma_to(L, a, b, np, sab, zold.t, c.B, s));
   sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
   const cudaError_t le = foldcp::launch_tri_gemm_wgmma_ctas(L, a, b, np, sab, znew.t, c.B, s, c.ctas);
   if (le != cudaSuccess) {
@@ -365,7 +365,7 @@ static void bench(int B, int D, int N, int dir, cudaStream_t s) {
   double med[2];
   for (int which = 0; which < 2; ++which) {
     auto launch = [&]() {
-      const cudaError_t e = which == 0 ? foldcp::launch_tri_gemm_to(L, a, b, np, sab, z.t, B, s)
+      const cudaError_t e = which == 0 ? foldcp::launch_tri_gemm_mma_to(L, a, b, np, sab, z.t, B, s)
                                        : foldcp::launch_tri_gemm_wgmma_to(L, a, b, np, sab, z.t, B, s);
       CUDA_OK(e);
     };

@@ -66,11 +66,12 @@ class NotebookTest {
 
     Files.copy(source, run.resolve(NOTEBOOK));
     Result r = exec(List.of("jupyter", "nbconvert", "--to", "notebook", "--execute",
-            "--ExecutePreprocessor.timeout=200", "--ExecutePreprocessor.kernel_name=fold-cp-java",
+            "--ExecutePreprocessor.timeout=200", "--ExecutePreprocessor.startup_timeout=240",
+            "--ExecutePreprocessor.kernel_name=fold-cp-java",
             "--output", "executed.ipynb", NOTEBOOK), run,
         Map.of("JUPYTER_PATH", jupyterPath.toString(), "JUPYTER_DATA_DIR", jupyterPath.toString(),
             "JUPYTER_RUNTIME_DIR", work.resolve("runtime").toString(), "FOLDCP_SPARK_UI", "false"),
-        log, 260);
+        log, 480);
     assertEquals(0, r.code, "jupyter nbconvert --execute failed (nbconvert " + nbconvert + "); log " + log + ":\n" + r.tail);
 
     JsonNode nb = new ObjectMapper().readTree(run.resolve("executed.ipynb").toFile());
