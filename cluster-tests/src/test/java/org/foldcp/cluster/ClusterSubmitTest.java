@@ -37,7 +37,7 @@ import org.junit.jupiter.api.Test;
 class ClusterSubmitTest {
   static final int TEST_N = Integer.getInteger("foldcp.submit.n", 256);
   private static final Duration DAEMON_START = Duration.ofSeconds(90);
-  private static final Duration JOB_LIMIT = Duration.ofSeconds(300);
+  private static final Duration JOB_LIMIT = Duration.ofSeconds(Integer.getInteger("foldcp.submit.limitSeconds", 300));
   private static final Pattern CHECKSUM = Pattern.compile("^\\s*checksum\\s+sum (\\S+)\\s+sum\\|\\.\\| (\\S+)\\s*$");
   private static final Pattern MASTER_URL = Pattern.compile("Starting Spark master at (spark://\\S+)");
 
@@ -58,6 +58,11 @@ class ClusterSubmitTest {
       template.load(r);
     }
     int cp = Integer.parseInt(valueOf(line, "--cp"));
+    // A measurement knob (not used by CI): -Dfoldcp.submit.executorMemory=3g overrides the
+    // template's executor memory (with -Dfoldcp.submit.n=1024, the README's own N) to measure
+    // where the example stops fitting (README "On a cluster").
+    String executorMemory = System.getProperty("foldcp.submit.executorMemory",
+        template.getProperty("spark.executor.memory", "1g"));
     try {
       Path masterLog = work.resolve("master.log");
       daemons.add(start(sparkHome, repo, masterLog, List.of("org.apache.spark.deploy.master.Master",
@@ -68,7 +73,7 @@ class ClusterSubmitTest {
       // One Worker with a core per rank and the executor memory the template asks for.
       daemons.add(start(sparkHome, repo, workerLog, List.of("org.apache.spark.deploy.worker.Worker",
           "--host", "127.0.0.1", "--webui-port", "0", "--cores", Integer.toString(Math.max(2, cp)),
-          "--memory", template.getProperty("spark.executor.memory", "1g"), "--work-dir", workerDir.toString(),
+          "--memory", executorMemory, "--work-dir", workerDir.toString(),
           master)));
       awaitLog(workerLog, Pattern.compile("Successfully registered with master"), "the Worker did not register");
 
@@ -79,6 +84,8 @@ class ClusterSubmitTest {
       List<String> args = new ArrayList<>(line.subList(1, line.size()));
       args.set(args.indexOf("--master") + 1, master);
       args.set(args.indexOf("--n") + 1, Integer.toString(TEST_N));
+      args.add(args.indexOf("--class"), "--conf");  // the Worker may have been given other memory than the template
+      args.add(args.indexOf("--class"), "spark.executor.memory=" + executorMemory);
       submit.addAll(args);
       Run cluster = run(submit, repo, sparkHome, work.resolve("submit"));
       String diagnosis = "spark-submit " + String.join(" ", args) + "\n" + cluster.describe()
