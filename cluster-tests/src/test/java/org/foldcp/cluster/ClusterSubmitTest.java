@@ -95,6 +95,8 @@ class ClusterSubmitTest {
 
       // The same job in local mode, from the build's own class path.
       List<String> local = new ArrayList<>(javaCommand(sparkHome, repo));
+      // Local mode runs the executors' work in this one JVM: it gets the executors' memory.
+      local.set(local.indexOf("-Xmx1g"), "-Xmx" + executorMemory);
       int jarAt = args.indexOf("--jars") + 2; // the application jar, then its arguments
       local.set(local.indexOf("-cp") + 1, args.get(jarAt) + File.pathSeparator
           + args.get(args.indexOf("--jars") + 1).replace(",", File.pathSeparator)
