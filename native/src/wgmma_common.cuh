@@ -149,6 +149,55 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
+// ---------------------------------------------------------------- added for proj_wgmma.cu
+// 2D / 4D tiled TMA loads (as tma_load_3d; coordinates innermost first).
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+// Prefetch of `bytes` (a multiple of 16) from global memory at a 16-byte aligned address into L2.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+// Named barriers: bar_sync waits until `count` threads (a multiple of 32) arrived at barrier `id`,
+// itself included; bar_arrive only counts the calling warp's threads and goes on.
+__device__ __forceinline__ void bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// Makes this thread's generic-proxy writes to shared memory visible to the async proxy (wgmma
+// operand reads, TMA) once the threads have synchronized.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// wgmma_wait<n> for an n known only after unrolling (a loop index): the switch folds away. An n
+// over 6 waits for all groups (stricter, so still correct).
+__device__ __forceinline__ void wgmma_wait_upto(int n) {
+  switch (n) {
+    case 0: wgmma_wait<0>(); break;
+    case 1: wgmma_wait<1>(); break;
+    case 2: wgmma_wait<2>(); break;
+    case 3: wgmma_wait<3>(); break;
+    case 4: wgmma_wait<4>(); break;
+    case 5: wgmma_wait<5>(); break;
+    case 6: wgmma_wait<6>(); break;
+    default: wgmma_wait<0>(); break;
+  }
+}
+
 // ---------------------------------------------------------------- host: tensor-map encoder
 // cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda). Looked up until it
 // succeeds once; a failed look-up is not cached (the driver may come up later). One cached
