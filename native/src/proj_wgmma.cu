@@ -83,6 +83,38 @@ __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
       : "memory");
 }
+
+// d[64 x 64] (+)= A[64 x 16] * B[16 x 64], both K-major in shared memory (descriptors da, db).
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+      : "l"(da), "l"(db), "r"(scale_d)
+      : "memory");
+}
+
+// d[64 x 64] (+)= A[64 x 16] (registers, layout as in wgmma_m64n128k16_rs) * B[16 x 64] (descriptor).
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
+      : "memory");
+}
 #undef ACC8
 
 // ------------------------------------------------------------------ small helpers
@@ -403,6 +435,309 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
   if (cw == 0 && issued > 0) bar_sync(BAR_TURN + 0, 256);
 }
 
+// ------------------------------------------------------------------------------------------
+// Stage 3. Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not
+// stored. out = sigmoid(LN_in(x) g_out^T + bg) * (LN_out(z) p_out^T + bp) (+ x).
+// W3 chunk j = rows 128 j .. 128 j + 127 = channels 64 j .. 64 j + 63, 8-row groups alternating
+// p_out, g_out: two wgmma B views of the same slot (descriptor stride 2048 B between 8-row groups,
+// the g view starting 1024 B in), so p and g of a channel land in the same thread's registers.
+//   p: A = LN_out(z) from shared memory (written by the consumers: z is channel-major fp32,
+//      its LayerNorm needs a transpose), m64n64k16 SS;
+//   g: A = LN_in(x) fragments in registers, m64n64k16 RS.
+// LN_out reads z straight from global memory (thread = token x quarter of the channels, D/4
+// values in registers), from L2: the x producer prefetches each tile's z rows
+// (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
+// x may alias out: x reaches shared memory by TMA before the tile's epilogue, the residual is read
+// from global memory by the thread that then writes the same two values (as proj_kernels.cu).
+// ------------------------------------------------------------------------------------------
+template <int D>
+struct OutCfg {
+  static constexpr int NKB = (D + 63) / 64;
+  static constexpr int KS = D / 16;
+  static constexpr int NCH = NKB;  // W3 chunks of 128 rows (64 channels; the last one half used when D % 64 == 32)
+  static constexpr int XBYTES = NKB * pw::KB_BYTES;
+  static constexpr int AZBYTES = NKB * pw::KB_BYTES;  // LN_out(z) of the tile, 128B-swizzled K-major
+  // x tiles in flight. The buffer frees right after the tile's LN_in, so one buffer already gives a
+  // whole tile of lead time; short tiles (small D) get more.
+  static constexpr int NXBUF = XBYTES <= 16384 ? 4 : XBYTES <= 32768 ? 2 : 1;
+  static constexpr int PARAMS = 6 * D * 4;  // LN_in w, b, LN_out w, b, bp, bg
+  static constexpr int FIXED = NXBUF * XBYTES + AZBYTES + PARAMS + 1024;
+  static constexpr int STAGES_FIT = (pw::SMEM_LIMIT - pw::STATIC_SMEM - FIXED) / pw::W_STAGE;
+  static constexpr int STAGES = STAGES_FIT < pw::MAX_STAGES ? STAGES_FIT : pw::MAX_STAGES;
+  static constexpr int SMEM = FIXED + STAGES * pw::W_STAGE;
+  static_assert(STAGES >= NKB + 1, "the weight ring must hold a chunk plus one k-block");
+  static_assert(SMEM + pw::STATIC_SMEM <= pw::SMEM_LIMIT, "over the shared-memory limit");
+};
+
+template <int D>
+__global__ void __launch_bounds__(pw::THREADS, 1)
+    proj_out_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
+                          const bf16* x, const float* __restrict__ z, bf16* out, const float* __restrict__ lniw,
+                          const float* __restrict__ lnib, const float* __restrict__ lnow,
+                          const float* __restrict__ lnob, const float* __restrict__ pout_b,
+                          const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
+                          int residual, int z_prefetch, int tiles_k, int total) {
+  using namespace pw;
+  using C = OutCfg<D>;
+  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  uint8_t* const sm = smem_raw + (base - raw);
+  const uint32_t s_x = base;                         // NXBUF x tiles
+  const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;  // LN_out(z) tile
+  const uint32_t s_w = s_az + C::AZBYTES;            // STAGES weight slots
+  float* const p_lniw = reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * W_STAGE);
+  float* const p_lnib = p_lniw + D;
+  float* const p_lnow = p_lnib + D;
+  float* const p_lnob = p_lnow + D;
+  float* const p_bp = p_lnob + D;
+  float* const p_bg = p_bp + D;
+  const uint32_t xfull0 = smem_u32(&bars[0]);
+  const uint32_t xempty0 = xfull0 + 8 * C::NXBUF;
+  const uint32_t wfull0 = xempty0 + 8 * C::NXBUF;
+  const uint32_t wempty0 = wfull0 + 8 * C::STAGES;
+
+  for (int c = threadIdx.x; c < D; c += THREADS) {
+    p_lniw[c] = lniw[c];
+    p_lnib[c] = lnib[c];
+    p_lnow[c] = lnow[c];
+    p_lnob[c] = lnob[c];
+    p_bp[c] = pout_b[c];
+    p_bg[c] = gout_b[c];
+  }
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < C::NXBUF; ++k) {
+      mbar_init(xfull0 + 8 * k, 1);
+      mbar_init(xempty0 + 8 * k, CONSUMERS * 4);
+    }
+    for (int k = 0; k < C::STAGES; ++k) {
+      mbar_init(wfull0 + 8 * k, 1);
+      mbar_init(wempty0 + 8 * k, CONSUMERS * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x >> 7;
+  const int tid_wg = threadIdx.x & 127;
+  const int n_local = (int)blockIdx.x < total ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producers (as in stage 1)
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0 && n_local > 0) {
+      tma_prefetch_map(&tmW);
+      int ws = 0;
+      uint32_t wph = 0;
+      for (int u = 0; u < n_local; ++u) {
+        for (int j = 0; j < C::NCH; ++j) {
+#pragma unroll
+          for (int kb = 0; kb < C::NKB; ++kb) {
+            mbar_wait(wempty0 + 8 * ws, wph ^ 1u);
+            mbar_arrive_expect_tx(wfull0 + 8 * ws, W_STAGE);
+            tma_load_2d(s_w + ws * W_STAGE, &tmW, kb * 64, j * 128, wfull0 + 8 * ws);
+            if (++ws == C::STAGES) {
+              ws = 0;
+              wph ^= 1u;
+            }
+          }
+        }
+      }
+    } else if (tid_wg == 32 && n_local > 0) {
+      tma_prefetch_map(&tmX);
+      for (int v = 0; v < n_local; ++v) {
+        const int t = (int)blockIdx.x + v * (int)gridDim.x;
+        const int kt = t % tiles_k, r = t / tiles_k;
+        const int i = r % rows, b = r / rows;
+        const int j0 = kt * TOK;
+        if (z_prefetch) {
+          // The tile's z rows (one per channel, 128 tokens = 512 B, 16-byte aligned: checked on
+          // the host) into L2 for the consumers' LN_out; the tail under 16 B is left out.
+          const uint32_t bytes = (uint32_t)(min(TOK, cols - j0) * 4) & ~15u;
+          if (bytes > 0) {
+            const float* zr = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0;
+            for (int c = 0; c < D; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
+          }
+        }
+        const int buf = v % C::NXBUF;
+        mbar_wait(xempty0 + 8 * buf, ((v / C::NXBUF) & 1) ^ 1u);
+        mbar_arrive_expect_tx(xfull0 + 8 * buf, C::XBYTES);
+#pragma unroll
+        for (int kb = 0; kb < C::NKB; ++kb)
+          tma_load_4d(s_x + buf * C::XBYTES + kb * KB_BYTES, &tmX, kb * 64, j0, i, b, xfull0 + 8 * buf);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // tokens 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+
+  uint32_t ax[C::KS][4];
+  int ws = 0;
+  uint32_t wph = 0;
+  int issued = 0;
+
+  for (int u = 0; u < n_local; ++u) {
+    const int t = (int)blockIdx.x + u * (int)gridDim.x;
+    const int kt = t % tiles_k, r = t / tiles_k;
+    const int i = r % rows, b = r / rows;
+    const int j0 = kt * TOK;
+    const int jvalid = min(TOK, cols - j0);
+    const int64_t tok0 = ((int64_t)b * rows + i) * cols + j0;  // token index of (b, i, j0)
+
+    // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
+    // Two passes of 32 tokens; thread = (token 64 cw + 32 pass + 8 warp + lane % 8, quarter
+    // q = lane / 8) holds channels 32 u + 8 q + e (e < 8): whole 16-byte chunks of its A_z row, D / 4
+    // values. One load instruction reads 8 consecutive tokens (one 32-byte sector) of 4 channels.
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass) {
+      const int row = 64 * cw + 32 * pass + 8 * warp + (lane & 7);
+      const int q = lane >> 3;
+      const bool valid = row < jvalid;
+      const float* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + row + (int64_t)(8 * q) * sz;
+      float v[D / 32][8];
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[uu][e] = valid ? __ldcs(zp + (int64_t)(32 * uu + e) * sz) : 0.f;
+      float sum = 0.f;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sum += v[uu][e];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+      const float mean = sum * (1.0f / D);
+      float sq = 0.f;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float dd = v[uu][e] - mean;
+          sq += dd * dd;
+        }
+      sq += __shfl_xor_sync(0xffffffffu, sq, 8);
+      sq += __shfl_xor_sync(0xffffffffu, sq, 16);
+      const float rstd = rsqrtf(sq * (1.0f / D) + eps);
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu) {
+        const int c0 = 32 * uu + 8 * q;
+        const float4 w0 = *reinterpret_cast<const float4*>(p_lnow + c0);
+        const float4 w1 = *reinterpret_cast<const float4*>(p_lnow + c0 + 4);
+        const float4 b0 = *reinterpret_cast<const float4*>(p_lnob + c0);
+        const float4 b1 = *reinterpret_cast<const float4*>(p_lnob + c0 + 4);
+        const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+        const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+        uint32_t pk[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          pk[e] = pack_bf16x2((v[uu][2 * e] - mean) * rstd * w[2 * e] + bb[2 * e],
+                              (v[uu][2 * e + 1] - mean) * rstd * w[2 * e + 1] + bb[2 * e + 1]);
+        // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte row
+        const uint32_t dst = swz128(s_az + (uint32_t)(uu >> 1) * KB_BYTES, row, 4 * (uu & 1) + q);
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(pk[0]), "r"(pk[1]), "r"(pk[2]),
+                     "r"(pk[3])
+                     : "memory");
+      }
+    }
+    fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
+
+    // ---- LN_in(x) -> A fragments in registers (as stage 1)
+    const int buf = u % C::NXBUF;
+    mbar_wait(xfull0 + 8 * buf, (u / C::NXBUF) & 1);
+    layernorm_to_frags<D>(ax, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane, p_lniw, p_lnib, eps);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(xempty0 + 8 * buf);
+    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
+
+    float accp[32], accg[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) accp[k] = accg[k] = 0.f;
+    for (int j = 0; j < C::NCH; ++j) {
+      turn_wait(cw, issued);
+      wgmma_fence();
+      const int ws0 = ws;
+#pragma unroll
+      for (int kb = 0; kb < C::NKB; ++kb) {
+        mbar_wait(wfull0 + 8 * ws, wph);
+        const uint32_t slot = s_w + ws * W_STAGE;
+        const uint64_t dp = smem_desc(slot, 16u, 2048u);           // p_out rows: 8-row groups 0, 2, 4, ...
+        const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);   // g_out rows: 8-row groups 1, 3, 5, ...
+        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * (64 * 128), 16u, 1024u);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          if (4 * kb + ks < C::KS) {
+            const uint64_t step = (uint64_t)((ks * 32) >> 4);
+            const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+            wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
+            wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+          }
+        }
+        wgmma_commit();
+        if (++ws == C::STAGES) {
+          ws = 0;
+          wph ^= 1u;
+        }
+      }
+      turn_pass(cw);
+      ++issued;
+
+      // Residual x of this thread's outputs, loaded while the wgmmas run (L2: x was just read by TMA).
+      // Thread outputs: tokens 64 cw + 16 warp + g (+ 8), channels 64 j + 8 jj + 2 t4 (+ 1).
+      uint32_t xres[8][2];
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int tok = 64 * cw + 16 * warp + g + 8 * h;
+          const int c = 64 * j + 8 * jj + 2 * t4;
+          xres[jj][h] = (residual && tok < jvalid && c < D)
+                            ? *reinterpret_cast<const uint32_t*>(x + (tok0 + tok) * D + c)
+                            : 0u;
+        }
+#pragma unroll
+      for (int kb = 0; kb < C::NKB; ++kb) {
+        wgmma_wait_upto(C::NKB - 1 - kb);
+        if (lane == 0) {
+          int sl = ws0 + kb;
+          if (sl >= C::STAGES) sl -= C::STAGES;
+          mbar_arrive(wempty0 + 8 * sl);
+        }
+      }
+
+      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x), bf16 pairs straight from registers
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int c = 64 * j + 8 * jj + 2 * t4;
+        if (c < D) {
+          const float2 bp = *reinterpret_cast<const float2*>(p_bp + c);
+          const float2 bg = *reinterpret_cast<const float2*>(p_bg + c);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int tok = 64 * cw + 16 * warp + g + 8 * h;
+            if (tok < jvalid) {
+              float v0 = sigmoidf_fast(accg[4 * jj + 2 * h] + bg.x) * (accp[4 * jj + 2 * h] + bp.x);
+              float v1 = sigmoidf_fast(accg[4 * jj + 2 * h + 1] + bg.y) * (accp[4 * jj + 2 * h + 1] + bp.y);
+              if (residual) {
+                v0 += bf16lo(xres[jj][h]);
+                v1 += bf16hi(xres[jj][h]);
+              }
+              *reinterpret_cast<uint32_t*>(out + (tok0 + tok) * D + c) = pack_bf16x2(v0, v1);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (cw == 0 && issued > 0) bar_sync(BAR_TURN + 0, 256);
+}
+
 // ------------------------------------------------------------------ host side
 namespace {
 
@@ -479,6 +814,49 @@ cudaError_t launch_in_wgmma_t(const DevLayer& L, const void* x, const uint8_t* m
   return cudaGetLastError();
 }
 
+template <int D>
+cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
+                               int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  using C = OutCfg<D>;
+  const int64_t tiles_k = (cols + pw::TOK - 1) / pw::TOK;
+  const int64_t total = B * rows * tiles_k;
+  if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
+      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0)
+    return launch_proj_out_tile(L, x, z, out, B, rows, cols, ldz, sz, s);
+
+  CUtensorMap mx, mw;
+  {
+    // x: (B, rows, cols, D) bf16; box 64 channels x 128 tokens.
+    const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)B};
+    const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)cols * D * 2, (cuuint64_t)rows * cols * D * 2};
+    const cuuint32_t box[4] = {64, pw::TOK, 1, 1};
+    cudaError_t e = encode_bf16(&mx, x, 4, dims, strides, box);
+    if (e != cudaSuccess) return e;
+  }
+  {
+    // W3: [2D][D] bf16; box 64 k x 128 rows (rows past 2D zero-filled when D % 64 == 32).
+    const cuuint64_t dims[2] = {(cuuint64_t)D, (cuuint64_t)(2 * D)};
+    const cuuint64_t strides[1] = {(cuuint64_t)D * 2};
+    const cuuint32_t box[2] = {64, 128};
+    cudaError_t e = encode_bf16(&mw, L.w_out, 2, dims, strides, box);
+    if (e != cudaSuccess) return e;
+  }
+  // The z rows can be bulk-prefetched when every row start is 16-byte aligned.
+  const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 4 == 0 && ldz % 4 == 0) ? 1 : 0;
+  int dev = 0, sms = 0;
+  cudaError_t e = sm_count(&dev, &sms);
+  if (e != cudaSuccess) return e;
+  static std::atomic<uint64_t> prepared{0};
+  e = raise_smem_once(proj_out_wgmma_kernel<D>, C::SMEM, prepared, dev);
+  if (e != cudaSuccess) return e;
+  const int grid = (int)std::min<int64_t>(total, sms);
+  proj_out_wgmma_kernel<D><<<grid, pw::THREADS, C::SMEM, s>>>(
+      mx, mw, static_cast<const bf16*>(x), z, static_cast<bf16*>(out), L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
+      L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
+      (int)tiles_k, (int)total);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 #define FOLDCP_WGMMA_FOR_EACH_D(X) X(32) X(64) X(96) X(128) X(160) X(192) X(224) X(256)
@@ -504,6 +882,19 @@ cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint
 #undef CASE
     default:
       return launch_proj_in_to(L, x, mask, g, t, B, s);  // not a wgmma size: the mma.sync kernel
+  }
+}
+
+cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B,
+                                       int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  switch (L.dim) {
+#define CASE(d) \
+  case d:       \
+    return launch_out_wgmma_t<d>(L, x, z, out, B, rows, cols, ldz, sz, s);
+    FOLDCP_WGMMA_FOR_EACH_D(CASE)
+#undef CASE
+    default:
+      return launch_proj_out_tile(L, x, z, out, B, rows, cols, ldz, sz, s);
   }
 }
 

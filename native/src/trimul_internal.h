@@ -164,6 +164,8 @@ cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream
 bool proj_wgmma_supported(int dim);
 cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
                                     const AbTarget& t, int64_t B, cudaStream_t s);
+cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B,
+                                       int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
 
 }  // namespace foldcp
 

@@ -13,8 +13,11 @@
 // Stage 1 cases: D in {32, 64, 96, 128, 192, 224, 256}, N in {100, 1000} (not multiples of 128),
 // B = 1 and 2, one destination (the single-GPU workspace: Np x Np planes, zeros outside N) and a
 // 2 x 2 grid of destinations (the CP store: one rank's tile, channels split over 4 owners).
-// The projections do not depend on the direction (both store the same channel-major layout), so
-// each case runs once.
+// Stage 3 cases: the same D, N, B; z channel-major fp32 as the workspace holds it (N rows of Np,
+// padded planes) or as a CP tile (rows = cols = ldz = 72); residual on and off; every case also
+// runs in place (out == x) and must equal its out-of-place output bit for bit.
+// The projections do not depend on the direction (stage 1 stores the same channel-major layout
+// for both, stage 3 reads z the same way), so each case runs once.
 // Then median time of 20 runs (after 3 warm-ups) of each kernel at (1, 4096, 256) and (1, 2048, 128).
 // Usage: proj_wgmma_test [--quick] [--no-bench] [--bench-only] [--stage 1|3|both]
 // Exit status: 0 all PASS, 1 a check failed, 2 a CUDA error, 3 a kernel hung (host watchdog).
@@ -41,6 +44,7 @@ namespace foldcp {
 // this function of tri_gemm.cu; this test runs no triangle GEMM and is not linked with it.
 cudaError_t prepare_tri_gemm() { return cudaSuccess; }
 }  // namespace foldcp
+static_assert(sizeof(foldcp::bf16_raw) == 2, "bf16 storage");
 
 #define CUDA_OK(call)                                                                                         \
   do {                                                                                                        \
@@ -173,6 +177,14 @@ __global__ void gather_ab(const foldcp::AbTarget t, const int64_t* smp, int ns, 
     const int q = c / t.dloc, cl = c % t.dloc;
     const uint16_t* base = ab ? t.b[q] : t.a[q];
     out[k] = base[(b * t.dloc + cl) * t.plane[q] + (t.row0[q] + i) * t.ld[q] + t.col0[q] + col];
+  }
+}
+
+// out[s][c] = z of channel c of token (b, i, j) = smp[s] (planes (b, c) of stride sz, rows of ldz).
+__global__ void gather_z(const float* z, const int64_t* smp, int ns, int D, int64_t ldz, int64_t sz, float* out) {
+  for (int k = blockIdx.x * blockDim.x + threadIdx.x; k < ns * D; k += gridDim.x * blockDim.x) {
+    const int s = k / D, c = k % D;
+    out[k] = z[(smp[3 * s] * D + c) * sz + smp[3 * s + 1] * ldz + smp[3 * s + 2]];
   }
 }
 
@@ -514,6 +526,139 @@ static void run_in_case(const InCase& c, cudaStream_t s) {
   L.free_all();
 }
 
+// ------------------------------------------------------------------ stage 3
+struct OutCase {
+  const char* name;
+  int B, D, N;
+  int tile;  // 0: z as the single-GPU workspace (N rows of Np, padded planes); > 0: a CP tile of this side
+  int residual;
+};
+
+static void run_out_case(const OutCase& c, cudaStream_t s) {
+  const int B = c.B, D = c.D;
+  int64_t rows, cols, ldz, sz;
+  if (c.tile == 0) {
+    rows = cols = c.N;
+    ldz = foldcp::padded_n(c.N);
+    sz = c.N * ldz + 64;  // ws_layout's padded plane stride
+  } else {
+    rows = cols = ldz = c.tile;
+    sz = (int64_t)c.tile * c.tile;
+  }
+  char tag[256];
+  snprintf(tag, sizeof tag, "stage 3 %s (B=%d D=%d rows=cols=%lld ldz=%lld, residual %s)", c.name, B, D,
+           (long long)rows, (long long)ldz, c.residual ? "on" : "off");
+
+  Layer L;
+  L.make(D, 2000u + (uint32_t)D, c.residual);
+  const size_t xn = (size_t)B * rows * cols * D;
+  const size_t zn = (size_t)B * D * sz;
+  uint16_t *x = nullptr, *out_old = nullptr, *out_new = nullptr, *inplace = nullptr;
+  float* z = nullptr;
+  CUDA_OK(cudaMalloc(&x, xn * 2));
+  CUDA_OK(cudaMalloc(&out_old, xn * 2));
+  CUDA_OK(cudaMalloc(&out_new, xn * 2));
+  CUDA_OK(cudaMalloc(&inplace, xn * 2));
+  CUDA_OK(cudaMalloc(&z, zn * 4));
+  launch_fill(x, xn, 300u + (uint32_t)D, 1.7f, 0.5f, s);
+  fill_f32<<<2048, 256, 0, s>>>(z, zn, 400u + (uint32_t)D, 3.0f, 1.0f);  // nonzero mean: LN_out must centre
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaMemsetAsync(out_old, 0xFF, xn * 2, s));
+  CUDA_OK(cudaMemsetAsync(out_new, 0xFF, xn * 2, s));
+  CUDA_OK(cudaMemcpyAsync(inplace, x, xn * 2, cudaMemcpyDeviceToDevice, s));
+
+  CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z, out_old, B, rows, cols, ldz, sz, s));
+  sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
+  cudaError_t le = foldcp::launch_proj_out_wgmma_tile(L.dl, x, z, out_new, B, rows, cols, ldz, sz, s);
+  if (le == cudaSuccess) le = foldcp::launch_proj_out_wgmma_tile(L.dl, inplace, z, inplace, B, rows, cols, ldz, sz, s);
+  if (le != cudaSuccess) {
+    verdict(false, std::string(tag) + ": launch of the wgmma kernel: " + cudaGetErrorName(le));
+    CUDA_OK(cudaGetLastError());
+  } else {
+    sync_or_die(s, 60, std::string(tag) + ": wgmma kernel");
+    {
+      const CmpStats h = compare(out_new, out_old, xn, s, "compare");
+      double rel;
+      const std::string line = cmp_line(h, &rel);
+      const unsigned long long bad = count_bad(out_new, 1, 0, 0, 0, 1, 0, (int64_t)xn, s);
+      char l2[600];
+      snprintf(l2, sizeof l2, "%s: out new vs old: %s; unwritten or non-finite %llu", tag, line.c_str(), bad);
+      verdict(rel <= 1e-2 && h.written_mismatch == 0 && h.nonfinite == 0 && bad == 0, l2);
+    }
+    {
+      const CmpStats h = compare(inplace, out_new, xn, s, "compare in place");
+      char l2[400];
+      snprintf(l2, sizeof l2, "%s: in place (out == x) vs out of place: %llu elements differ, written-set mismatches %llu (must be 0)",
+               tag, h.n_diff, h.written_mismatch);
+      verdict(h.n_diff == 0 && h.written_mismatch == 0 && h.nonfinite == 0, l2);
+    }
+    // float64 reference on sampled tokens
+    std::vector<std::array<int64_t, 3>> samples = {{0, 0, 0}, {B - 1, rows - 1, cols - 1}, {0, 0, cols - 1},
+                                                   {B - 1, rows - 1, 0}};
+    uint32_t r = 777u + (uint32_t)rows;
+    while (samples.size() < 32) {
+      r = mix32(r + 1);
+      const int64_t b = r % B;
+      r = mix32(r + 1);
+      const int64_t i = r % rows;
+      r = mix32(r + 1);
+      samples.push_back({b, i, (int64_t)(r % cols)});
+    }
+    const int ns = (int)samples.size();
+    std::vector<int64_t> hs;
+    for (const auto& smp : samples) hs.insert(hs.end(), smp.begin(), smp.end());
+    int64_t* dsmp = nullptr;
+    float* dz = nullptr;
+    CUDA_OK(cudaMalloc(&dsmp, hs.size() * 8));
+    CUDA_OK(cudaMalloc(&dz, (size_t)ns * D * 4));
+    CUDA_OK(cudaMemcpy(dsmp, hs.data(), hs.size() * 8, cudaMemcpyHostToDevice));
+    gather_z<<<64, 256, 0, s>>>(z, dsmp, ns, D, ldz, sz, dz);
+    CUDA_OK(cudaGetLastError());
+    sync_or_die(s, 60, "gather z");
+    std::vector<float> hz((size_t)ns * D);
+    CUDA_OK(cudaMemcpy(hz.data(), dz, hz.size() * 4, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaFree(dsmp));
+    CUDA_OK(cudaFree(dz));
+    double se = 0, sr = 0, so = 0;
+    std::vector<uint16_t> xt(D), got(D), old(D);
+    std::vector<double> xv(D), xnrm(D), zv(D), znrm(D);
+    for (int si = 0; si < ns; ++si) {
+      const int64_t b = samples[si][0], i = samples[si][1], j = samples[si][2];
+      const size_t off = (((size_t)b * rows + i) * cols + j) * D;
+      CUDA_OK(cudaMemcpy(xt.data(), x + off, D * 2, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(got.data(), out_new + off, D * 2, cudaMemcpyDeviceToHost));
+      CUDA_OK(cudaMemcpy(old.data(), out_old + off, D * 2, cudaMemcpyDeviceToHost));
+      for (int ch = 0; ch < D; ++ch) {
+        xv[ch] = bf2d(xt[ch]);
+        zv[ch] = hz[(size_t)si * D + ch];
+      }
+      Layer::layernorm(xv.data(), D, L.lniw, L.lnib, xnrm.data());
+      Layer::layernorm(zv.data(), D, L.lnow, L.lnob, znrm.data());
+      for (int ch = 0; ch < D; ++ch) {
+        double ref = sigmoid(L.dot_w(L.w3, Layer::row_out(ch, 1), xnrm.data()) + L.goutb[ch]) *
+                     (L.dot_w(L.w3, Layer::row_out(ch, 0), znrm.data()) + L.poutb[ch]);
+        if (c.residual) ref += xv[ch];
+        const double gv = bf2d(got[ch]), ov = bf2d(old[ch]);
+        se += (gv - ref) * (gv - ref);
+        so += (ov - ref) * (ov - ref);
+        sr += ref * ref;
+      }
+    }
+    const double rel = std::sqrt(se / std::max(sr, 1e-300)), rel_old = std::sqrt(so / std::max(sr, 1e-300));
+    char line[400];
+    snprintf(line, sizeof line,
+             "%s: new vs float64 on %d sampled tokens: ||new-ref||/||ref|| %.3e (old kernel %.3e; limit 1e-2)", tag, ns,
+             rel, rel_old);
+    verdict(rel <= 1e-2 && std::isfinite(rel), line);
+  }
+  CUDA_OK(cudaFree(x));
+  CUDA_OK(cudaFree(out_old));
+  CUDA_OK(cudaFree(out_new));
+  CUDA_OK(cudaFree(inplace));
+  CUDA_OK(cudaFree(z));
+  L.free_all();
+}
+
 // ------------------------------------------------------------------ timing
 template <typename F>
 static double median_ms(F launch, cudaStream_t s) {
@@ -560,6 +705,34 @@ static void bench_in(int B, int N, int D, cudaStream_t s) {
   free_ab(d);
   CUDA_OK(cudaFree(x));
   CUDA_OK(cudaFree(mask));
+  L.free_all();
+}
+
+static void bench_out(int B, int N, int D, cudaStream_t s) {
+  Layer L;
+  L.make(D, 6u, 1);
+  const int64_t np = foldcp::padded_n(N);
+  const int64_t sz = (int64_t)N * np + 64;
+  const size_t xn = (size_t)B * N * N * D, zn = (size_t)B * D * sz;
+  uint16_t *x = nullptr, *out = nullptr;
+  float* z = nullptr;
+  CUDA_OK(cudaMalloc(&x, xn * 2));
+  CUDA_OK(cudaMalloc(&out, xn * 2));
+  CUDA_OK(cudaMalloc(&z, zn * 4));
+  launch_fill(x, xn, 17u, 1.7f, 0.5f, s);
+  fill_f32<<<2048, 256, 0, s>>>(z, zn, 19u, 3.0f, 1.0f);
+  CUDA_OK(cudaGetLastError());
+  const double flop = 2.0 * B * (double)N * N * D * 2.0 * D;
+  const double t_old =
+      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
+  const double t_new =
+      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_wgmma_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
+  printf("BENCH stage 3 (B,N,D)=(%d,%d,%d): mma.sync %.3f ms %.1f TFLOP/s | wgmma %.3f ms %.1f TFLOP/s | speed-up %.2fx\n",
+         B, N, D, t_old, flop / (t_old * 1e-3) / 1e12, t_new, flop / (t_new * 1e-3) / 1e12, t_old / t_new);
+  fflush(stdout);
+  CUDA_OK(cudaFree(x));
+  CUDA_OK(cudaFree(out));
+  CUDA_OK(cudaFree(z));
   L.free_all();
 }
 
@@ -615,9 +788,27 @@ int main(int argc, char** argv) {
       run_in_case(c, s);
     }
   }
-  if (do_bench && !quick && st1) {
-    bench_in(1, 4096, 256, s);
-    bench_in(1, 2048, 128, s);
+  if (cases && st3) {
+    const std::vector<OutCase> out_cases = {
+        {"n100", 1, 32, 100, 0, 1},    {"n100", 2, 64, 100, 0, 0},  {"n100", 1, 96, 100, 0, 1},
+        {"n100", 2, 128, 100, 0, 1},   {"n100", 1, 192, 100, 0, 0}, {"n100", 1, 224, 100, 0, 1},
+        {"n100", 2, 256, 100, 0, 1},   {"cp-tile", 2, 128, 0, 72, 1}, {"cp-tile", 1, 256, 0, 72, 0},
+        {"n1000", 2, 32, 1000, 0, 1},  {"n1000", 1, 128, 1000, 0, 0}, {"n1000", 2, 256, 1000, 0, 1},
+    };
+    for (const OutCase& c : out_cases) {
+      if (quick && c.N > 100) continue;
+      run_out_case(c, s);
+    }
+  }
+  if (do_bench && !quick) {
+    if (st1) {
+      bench_in(1, 4096, 256, s);
+      bench_in(1, 2048, 128, s);
+    }
+    if (st3) {
+      bench_out(1, 4096, 256, s);
+      bench_out(1, 2048, 128, s);
+    }
   }
   CUDA_OK(cudaStreamDestroy(s));
   if (g_failures) {
