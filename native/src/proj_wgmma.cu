@@ -118,6 +118,14 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_
 #undef ACC8
 
 // ------------------------------------------------------------------ small helpers
+// Empty asm that "modifies" the accumulators: placed after the last wgmma.wait_group of a chunk,
+// it keeps the compiler from hoisting the epilogue's reads of them above the wait (the wait asm
+// itself names no registers). No instruction is emitted.
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&d)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) asm volatile("" : "+f"(d[k])::"memory");
+}
 __device__ __forceinline__ float bf16lo(uint32_t v) { return __uint_as_float(v << 16); }
 __device__ __forceinline__ float bf16hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
@@ -389,6 +397,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
           mbar_arrive(wempty0 + 8 * sl);
         }
       }
+      fence_regs(acc);
 
       // ---- epilogue: a = sigmoid(g_a + bg_a) * (p_a + bp_a), b likewise; 0 for invalid tokens ----
       // Transposing buffer of this warpgroup: row = channel (a: 0..31, b: 32..63 of this chunk),
@@ -710,6 +719,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
           mbar_arrive(wempty0 + 8 * sl);
         }
       }
+      fence_regs(accp);
+      fence_regs(accg);
 
       // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x), bf16 pairs straight from registers
 #pragma unroll
