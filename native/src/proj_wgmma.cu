@@ -1,0 +1,912 @@
+// Stages 1 and 3 (the LayerNorm'd input and output projections) on Hopper's asynchronous
+// tensor-core path (issue 10): wgmma.mma_async with TMA-fed operands, an mbarrier pipeline and
+// warp specialization. Same contracts as proj_kernels.cu (launch_proj_in_to, launch_proj_out_tile):
+// same masks, gates, LayerNorm formula, stores (AbTarget) and in-place rules, so the two can be
+// compared value by value (they differ only in the fp32 summation order).
+//
+// Both kernels: CTA of 384 threads = 3 warpgroups, 1 CTA per SM, persistent over tiles of 128
+// consecutive tokens of one pair row (b, i, k0 .. k0 + 127): contiguous in x and out, and 256-byte
+// rows of the channel-major a/b planes. Tiles are taken in (b, i, k) order, CTA c doing c, c + grid,
+// ..., so that all CTAs stream the same weights at the same time (W1 is 512 KiB, W3 256 KiB at
+// D = 256: they stay in L2).
+//   warpgroup 0: producers. One thread streams the weight k-blocks (128 rows x 64 k, 16 KiB, 128B
+//                swizzle) through a ring of STAGES slots, tile after tile; another one loads the raw
+//                x tile of each token tile into NXBUF buffers (up to NXBUF tiles ahead). Stage 3's
+//                x thread also prefetches each tile's z into L2 when it loads its x.
+//   warpgroups 1, 2: consumers, 64 tokens of the tile each (wgmma M = 64).
+//
+// Why the A operand (LayerNorm'd tokens) lives in registers: LN needs a token's whole row, so it
+// cannot be a raw TMA tile. Each consumer loads its 16 rows x D of the TMA-written x tile with
+// ldmatrix straight into the wgmma A-fragment layout (the mma.m16n8k16 layout per warp), computes
+// the LayerNorm there (each row is spread over the 4 threads of a quad: 2 shuffles per reduction)
+// and keeps the normalized bf16 fragments in registers for all output chunks of the tile
+// (wgmma with A from registers). This frees the x buffer right after the LayerNorm (the next tile's
+// x lands while this tile multiplies) and saves the 64 KiB shared-memory copy of A at D = 256,
+// which pays for a deeper weight ring. Cost: D / 4 registers per thread (64 at D = 256).
+//
+// Each consumer warpgroup runs one accumulator set; the two warpgroups take turns issuing their
+// wgmmas (ping-pong through two named barriers), so that the tensor cores work on one warpgroup's
+// chunk while the other runs its epilogue (gates, sigmoids, stores). The weight slots are released
+// k-block by k-block (one commit group per k-block, wgmma.wait_group N), so that the ring needs
+// about one chunk plus the look-ahead, not two chunks.
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+#include "common.cuh"
+#include "trimul_internal.h"
+#include "wgmma_common.cuh"
+
+namespace foldcp {
+namespace pw {
+constexpr int TOK = 128;                        // tokens per tile
+constexpr int CONSUMERS = 2;                    // consumer warpgroups, 64 tokens each
+constexpr int THREADS = 128 * (1 + CONSUMERS);  // 384
+constexpr int KB_BYTES = 128 * 128;             // one 64-wide k-block of 128 rows (128 B per row, one swizzle span)
+constexpr int W_STAGE = KB_BYTES;               // a weight slot: 128 rows x 64 k bf16
+constexpr int SMEM_LIMIT = 227 * 1024;          // dynamic + static shared memory per CTA on sm_90
+constexpr int STATIC_SMEM = 256;                // the mbarriers (static), rounded up
+// 128 * 40 + 256 * 232 = 64512 <= 65536 registers of the SM (one CTA per SM).
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+// Named barriers (0 is __syncthreads): consumer warpgroup c alone: BAR_WG + c; "consumer
+// warpgroup c may issue its next chunk": BAR_TURN + c.
+constexpr int BAR_WG = 1, BAR_TURN = 3;
+constexpr int MAX_STAGES = 8;
+}  // namespace pw
+
+namespace {
+
+// ------------------------------------------------------------------ wgmma shapes used here
+// Accumulator operands of the wgmma wrappers below, 8 at a time.
+#define ACC8(i)                                                                                    \
+  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+// d[64 x 128] (+)= A[64 x 16] (registers) * B[16 x 128] (shared memory, K-major, descriptor db).
+// A fragment of thread l of warp w of the warpgroup (the mma.m16n8k16 A layout for rows
+// 16 w .. 16 w + 15): a[0] = (row l/4, cols 2(l%4) + {0,1}), a[1] = row + 8, a[2] = cols + 8,
+// a[3] = row + 8 and cols + 8. Accumulator d[4j + 2h + e] = (row 16 w + l/4 + 8 h, col 8 j + 2(l%4) + e).
+// scale_d = 0 ignores (overwrites) d.
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
+      : "memory");
+}
+
+// d[64 x 64] (+)= A[64 x 16] * B[16 x 64], both K-major in shared memory (descriptors da, db).
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+      : "l"(da), "l"(db), "r"(scale_d)
+      : "memory");
+}
+
+// d[64 x 64] (+)= A[64 x 16] (registers, layout as in wgmma_m64n128k16_rs) * B[16 x 64] (descriptor).
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
+      : "memory");
+}
+#undef ACC8
+
+// ------------------------------------------------------------------ small helpers
+// Empty asm that "modifies" the accumulators: placed after the last wgmma.wait_group of a chunk,
+// it keeps the compiler from hoisting the epilogue's reads of them above the wait (the wait asm
+// itself names no registers). No instruction is emitted.
+template <int N>
+__device__ __forceinline__ void fence_regs(float (&d)[N]) {
+#pragma unroll
+  for (int k = 0; k < N; ++k) asm volatile("" : "+f"(d[k])::"memory");
+}
+__device__ __forceinline__ float bf16lo(uint32_t v) { return __uint_as_float(v << 16); }
+__device__ __forceinline__ float bf16hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
+
+// K-major operand with 128B swizzle (TMA's and wgmma's layout): rows of 128 B (64 bf16), 8-row
+// groups of 1024 B; the 16-byte chunk c of row r sits at chunk position c ^ (r % 8).
+__device__ __forceinline__ uint32_t swz128(uint32_t tile, int row, int chunk) {
+  return tile + (uint32_t)row * 128u + ((uint32_t)(chunk ^ (row & 7)) << 4);
+}
+
+// LayerNorm of 16 token rows (row0 .. row0 + 15 of a TMA-written x tile: NKB k-blocks of 128 rows
+// x 128 B, 128B swizzle) straight into wgmma A fragments: af[s] covers channels 16 s .. 16 s + 15.
+// Two-pass fp32 statistics and y = (v - mean) * rstd * w + b as in proj_kernels.cu, rounded to bf16.
+// Thread (g = lane / 4, t = lane % 4) holds rows g and g + 8, channels 16 s + 2 t + {0, 1, 8, 9}:
+// a row is spread over the 4 threads of a quad.
+template <int D>
+__device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane,
+                                                   const float* gw, const float* gb, float eps) {
+  constexpr int KS = D / 16;
+  const int r = row0 + (lane & 15);
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    // lanes 0-15: rows row0.., chunk 2 (s % 4); lanes 16-31: the next chunk (channels + 8)
+    ldsm_x4(af[s], swz128(xtile + (uint32_t)(s >> 2) * pw::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)));
+  }
+  float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    s0 += (bf16lo(af[s][0]) + bf16hi(af[s][0])) + (bf16lo(af[s][2]) + bf16hi(af[s][2]));
+    s1 += (bf16lo(af[s][1]) + bf16hi(af[s][1])) + (bf16lo(af[s][3]) + bf16hi(af[s][3]));
+  }
+  s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
+  s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
+  s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
+  s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
+  const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
+  float q0 = 0.f, q1 = 0.f;
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    float d;
+    d = bf16lo(af[s][0]) - m0; q0 += d * d;
+    d = bf16hi(af[s][0]) - m0; q0 += d * d;
+    d = bf16lo(af[s][2]) - m0; q0 += d * d;
+    d = bf16hi(af[s][2]) - m0; q0 += d * d;
+    d = bf16lo(af[s][1]) - m1; q1 += d * d;
+    d = bf16hi(af[s][1]) - m1; q1 += d * d;
+    d = bf16lo(af[s][3]) - m1; q1 += d * d;
+    d = bf16hi(af[s][3]) - m1; q1 += d * d;
+  }
+  q0 += __shfl_xor_sync(0xffffffffu, q0, 1);
+  q1 += __shfl_xor_sync(0xffffffffu, q1, 1);
+  q0 += __shfl_xor_sync(0xffffffffu, q0, 2);
+  q1 += __shfl_xor_sync(0xffffffffu, q1, 2);
+  const float r0 = rsqrtf(q0 * (1.0f / D) + eps), r1 = rsqrtf(q1 * (1.0f / D) + eps);
+  const int t2 = 2 * (lane & 3);
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    const int c = 16 * s + t2;
+    const float2 w0 = *reinterpret_cast<const float2*>(gw + c), b0 = *reinterpret_cast<const float2*>(gb + c);
+    const float2 w1 = *reinterpret_cast<const float2*>(gw + c + 8), b1 = *reinterpret_cast<const float2*>(gb + c + 8);
+    const uint32_t a0 = af[s][0], a1 = af[s][1], a2 = af[s][2], a3 = af[s][3];
+    af[s][0] = pack_bf16x2((bf16lo(a0) - m0) * r0 * w0.x + b0.x, (bf16hi(a0) - m0) * r0 * w0.y + b0.y);
+    af[s][1] = pack_bf16x2((bf16lo(a1) - m1) * r1 * w0.x + b0.x, (bf16hi(a1) - m1) * r1 * w0.y + b0.y);
+    af[s][2] = pack_bf16x2((bf16lo(a2) - m0) * r0 * w1.x + b1.x, (bf16hi(a2) - m0) * r0 * w1.y + b1.y);
+    af[s][3] = pack_bf16x2((bf16lo(a3) - m1) * r1 * w1.x + b1.x, (bf16hi(a3) - m1) * r1 * w1.y + b1.y);
+  }
+}
+
+// Ping-pong between the two consumer warpgroups: warpgroup 0 issues its n-th chunk after
+// warpgroup 1 issued its (n - 1)-th, warpgroup 1 its n-th after warpgroup 0 issued its n-th. So
+// their chunks reach the tensor cores alternately, and one's epilogue overlaps the other's MMAs.
+// (Each barrier sees 128 arrivals from one warpgroup's turn_pass and 128 from the other's wait.)
+__device__ __forceinline__ void turn_wait(int cw, int issued) {
+  if (cw == 1 || issued > 0) bar_sync(pw::BAR_TURN + cw, 256);
+}
+__device__ __forceinline__ void turn_pass(int cw) { bar_arrive(pw::BAR_TURN + (cw ^ 1), 256); }
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------
+// Stage 1. Tile = tokens (b, i, k0 .. k0 + 127) of the ProjInGeom grid; W1 chunk j = rows
+// 128 j .. 128 j + 127 = channels 32 j .. 32 j + 31 as (p_a, g_a, p_b, g_b) x 8 per group of 8.
+// Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
+// per thread, then the gates; a and b go through an 8 KiB transposing buffer per warpgroup to
+// 16-byte stores of 8 tokens of one channel (the AbTarget layout of proj_kernels.cu).
+// ------------------------------------------------------------------------------------------
+template <int D>
+struct InCfg {
+  static constexpr int NKB = (D + 63) / 64;  // k-blocks (the last one half used when D % 64 == 32)
+  static constexpr int KS = D / 16;          // k16 steps
+  static constexpr int NCH = D / 32;         // W1 chunks of 128 rows
+  static constexpr int XBYTES = NKB * pw::KB_BYTES;
+  // x tiles in flight: enough to cover the HBM latency when tiles are short (small D).
+  static constexpr int NXBUF = XBYTES <= 16384 ? 4 : XBYTES <= 32768 ? 3 : XBYTES <= 49152 ? 2 : 1;
+  static constexpr int OUTS = pw::CONSUMERS * 64 * 128;  // per warpgroup: 64 channel rows (32 a, 32 b) x 64 tokens
+  static constexpr int PARAMS = 6 * D * 4;               // LN weight, LN bias, float4 (bp_a, bg_a, bp_b, bg_b)
+  static constexpr int FIXED = NXBUF * XBYTES + OUTS + PARAMS + 1024;  // + slack to align to 1024 B
+  static constexpr int STAGES_FIT = (pw::SMEM_LIMIT - pw::STATIC_SMEM - FIXED) / pw::W_STAGE;
+  static constexpr int STAGES = STAGES_FIT < pw::MAX_STAGES ? STAGES_FIT : pw::MAX_STAGES;
+  static constexpr int SMEM = FIXED + STAGES * pw::W_STAGE;
+  static_assert(STAGES >= NKB + 1, "the weight ring must hold a chunk plus one k-block");
+  static_assert(SMEM + pw::STATIC_SMEM <= pw::SMEM_LIMIT, "over the shared-memory limit");
+  static_assert(XBYTES < (1 << 20), "mbarrier tx-count is 20 bits");
+};
+
+template <int D>
+__global__ void __launch_bounds__(pw::THREADS, 1)
+    proj_in_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
+                         const uint8_t* __restrict__ mask, const float* __restrict__ lnw, const float* __restrict__ lnb,
+                         const float* __restrict__ pin_b, const float* __restrict__ gin_b,
+                         const __grid_constant__ ProjInGeom geo, const __grid_constant__ AbTarget tgt, float eps,
+                         int out_rows, int tiles_k, int total) {
+  using namespace pw;
+  using C = InCfg<D>;
+  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  // 128B swizzle: TMA and wgmma/ldmatrix addressing assume 1024-byte aligned tiles.
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  uint8_t* const sm = smem_raw + (base - raw);  // generic pointer to `base`
+  const uint32_t s_x = base;                                  // NXBUF x tiles
+  const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
+  const uint32_t s_o = s_w + C::STAGES * W_STAGE;             // transposing buffers
+  bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
+  float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
+  float* const p_lnb = p_lnw + D;
+  float4* const p_bias = reinterpret_cast<float4*>(p_lnb + D);
+  const uint32_t xfull0 = smem_u32(&bars[0]);
+  const uint32_t xempty0 = xfull0 + 8 * C::NXBUF;
+  const uint32_t wfull0 = xempty0 + 8 * C::NXBUF;
+  const uint32_t wempty0 = wfull0 + 8 * C::STAGES;
+
+  for (int c = threadIdx.x; c < D; c += THREADS) {
+    p_lnw[c] = lnw[c];
+    p_lnb[c] = lnb[c];
+    p_bias[c] = make_float4(pin_b[c], gin_b[c], pin_b[D + c], gin_b[D + c]);
+  }
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < C::NXBUF; ++k) {
+      mbar_init(xfull0 + 8 * k, 1);
+      mbar_init(xempty0 + 8 * k, CONSUMERS * 4);
+    }
+    for (int k = 0; k < C::STAGES; ++k) {
+      mbar_init(wfull0 + 8 * k, 1);
+      mbar_init(wempty0 + 8 * k, CONSUMERS * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x >> 7;  // warp-uniform
+  const int tid_wg = threadIdx.x & 127;
+  const int n_local = (int)blockIdx.x < total ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+  const int xr = (int)geo.x_rows, xc = (int)geo.x_cols;
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producers
+    // Two independent threads, so that neither stream waits for the other's free slots:
+    // warp 0 streams the weight k-blocks, warp 1 the x tiles.
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0 && n_local > 0) {
+      tma_prefetch_map(&tmW);
+      int ws = 0;
+      uint32_t wph = 0;
+      for (int u = 0; u < n_local; ++u) {
+        for (int j = 0; j < C::NCH; ++j) {
+#pragma unroll
+          for (int kb = 0; kb < C::NKB; ++kb) {
+            mbar_wait(wempty0 + 8 * ws, wph ^ 1u);
+            mbar_arrive_expect_tx(wfull0 + 8 * ws, W_STAGE);
+            tma_load_2d(s_w + ws * W_STAGE, &tmW, kb * 64, j * 128, wfull0 + 8 * ws);
+            if (++ws == C::STAGES) {
+              ws = 0;
+              wph ^= 1u;
+            }
+          }
+        }
+      }
+    } else if (tid_wg == 32 && n_local > 0) {
+      tma_prefetch_map(&tmX);
+      // x tile of this CTA's v-th token tile into buffer v % NXBUF, as soon as the consumers have
+      // LayerNorm'd the tile that used it before. The box is clamped into x (a row i >= x_rows or
+      // columns >= x_cols hold only invalid tokens, whose outputs are zero whatever x is), so no
+      // box lies wholly outside the tensor; the part past x_cols is zero-filled.
+      for (int v = 0; v < n_local; ++v) {
+        const int t = (int)blockIdx.x + v * (int)gridDim.x;
+        const int kt = t % tiles_k, r = t / tiles_k;
+        const int i = r % out_rows, b = r / out_rows;
+        const int buf = v % C::NXBUF;
+        mbar_wait(xempty0 + 8 * buf, ((v / C::NXBUF) & 1) ^ 1u);
+        mbar_arrive_expect_tx(xfull0 + 8 * buf, C::XBYTES);
+        const int ix = min(i, xr - 1), kx = min(kt * TOK, xc - 1);
+#pragma unroll
+        for (int kb = 0; kb < C::NKB; ++kb)
+          tma_load_4d(s_x + buf * C::XBYTES + kb * KB_BYTES, &tmX, kb * 64, kx, ix, b, xfull0 + 8 * buf);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // tokens 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  bf16* const my_outs = outs + cw * 64 * 64;
+
+  float acc[64];
+#pragma unroll
+  for (int k = 0; k < 64; ++k) acc[k] = 0.f;
+  uint32_t af[C::KS][4];
+  int ws = 0;
+  uint32_t wph = 0;
+  int issued = 0;
+
+  for (int u = 0; u < n_local; ++u) {
+    const int t = (int)blockIdx.x + u * (int)gridDim.x;
+    const int kt = t % tiles_k, r = t / tiles_k;
+    const int i = r % out_rows, b = r / out_rows;
+    const int k0 = kt * TOK;
+    // Validity of this thread's two tokens (rows g and g + 8 of its warp's 16).
+    bool valid[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = k0 + 64 * cw + 16 * warp + g + 8 * h;
+      bool v = (i < xr) && (k < xc) && (geo.g_row0 + i < geo.n_valid) && (geo.g_col0 + k < geo.n_valid);
+      if (v && mask != nullptr) v = mask[((int64_t)b * xr + i) * xc + k] != 0;
+      valid[h] = v;
+    }
+    // 16-byte chunks (8 tokens) of this tile that are stored (see proj_kernels.cu).
+    const int nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - k0 + 7) / 8);
+
+    const int buf = u % C::NXBUF;
+    mbar_wait(xfull0 + 8 * buf, (u / C::NXBUF) & 1);
+    layernorm_to_frags<D>(af, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane, p_lnw, p_lnb, eps);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(xempty0 + 8 * buf);  // this warp's rows of x are in registers
+
+    for (int j = 0; j < C::NCH; ++j) {
+      turn_wait(cw, issued);
+      // Orders the fragment writes (LayerNorm) and the accumulator reads (last epilogue) before
+      // the wgmmas that read / overwrite them.
+      wgmma_fence();
+      const int ws0 = ws;
+#pragma unroll
+      for (int kb = 0; kb < C::NKB; ++kb) {
+        mbar_wait(wfull0 + 8 * ws, wph);
+        const uint64_t db = smem_desc(s_w + ws * W_STAGE, 16u, 1024u);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          if (4 * kb + ks < C::KS)  // compile-time after unrolling
+            wgmma_m64n128k16_rs(acc, af[4 * kb + ks], db + (uint64_t)((ks * 32) >> 4), (kb > 0 || ks > 0) ? 1 : 0);
+        }
+        wgmma_commit();
+        if (++ws == C::STAGES) {
+          ws = 0;
+          wph ^= 1u;
+        }
+      }
+      turn_pass(cw);
+      ++issued;
+      // Release each weight slot as soon as its k-block group is complete (groups complete in order).
+#pragma unroll
+      for (int kb = 0; kb < C::NKB; ++kb) {
+        wgmma_wait_upto(C::NKB - 1 - kb);
+        if (lane == 0) {
+          int sl = ws0 + kb;
+          if (sl >= C::STAGES) sl -= C::STAGES;
+          mbar_arrive(wempty0 + 8 * sl);
+        }
+      }
+      fence_regs(acc);
+
+      // ---- epilogue: a = sigmoid(g_a + bg_a) * (p_a + bp_a), b likewise; 0 for invalid tokens ----
+      // Transposing buffer of this warpgroup: row = channel (a: 0..31, b: 32..63 of this chunk),
+      // 64 tokens of 2 bytes = 128 B; 16-byte chunk q of row r at position q ^ ((r / 2) % 8), so
+      // that the 4 rows one store instruction touches (2 apart) fall in different banks.
+      bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
+#pragma unroll
+      for (int gi = 0; gi < 4; ++gi) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int cl = 8 * gi + 2 * t4 + e;
+          const float4 bb = p_bias[32 * j + cl];
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float pa = acc[4 * (4 * gi + 0) + 2 * h + e], ga = acc[4 * (4 * gi + 1) + 2 * h + e];
+            const float pb = acc[4 * (4 * gi + 2) + 2 * h + e], gb = acc[4 * (4 * gi + 3) + 2 * h + e];
+            const float va = sigmoidf_fast(ga + bb.y) * (pa + bb.x);
+            const float vb = sigmoidf_fast(gb + bb.w) * (pb + bb.z);
+            const int tok = 16 * warp + g + 8 * h;  // 0..63 of this warpgroup
+            const int ra = cl, rb = 32 + cl;
+            my_outs[ra * 64 + (((tok >> 3) ^ ((ra >> 1) & 7)) << 3) + (tok & 7)] = __float2bfloat16_rn(valid[h] ? va : 0.f);
+            my_outs[rb * 64 + (((tok >> 3) ^ ((rb >> 1) & 7)) << 3) + (tok & 7)] = __float2bfloat16_rn(valid[h] ? vb : 0.f);
+          }
+        }
+      }
+      bar_sync(BAR_WG + cw, 128);
+#pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int q = tid_wg + 128 * it;
+        const int row = q >> 3, cc = q & 7;
+        const int ch = 8 * cw + cc;  // 16-byte chunk of the 128-token tile
+        if (ch < nchunks) {
+          const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ ((row >> 1) & 7)) << 3));
+          const int c = 32 * j + (row & 31);
+          const int qr = c / tgt.dloc, cl = c - qr * tgt.dloc;
+          bf16_raw* const dst = (row < 32 ? tgt.a[qr] : tgt.b[qr]) + ((int64_t)b * tgt.dloc + cl) * tgt.plane[qr] +
+                                (tgt.row0[qr] + i) * tgt.ld[qr] + tgt.col0[qr] + k0 + ch * 8;
+          *reinterpret_cast<uint4*>(dst) = v;
+        }
+      }
+    }
+  }
+  // Warpgroup 1's last turn_pass has no matching wait: take it, so no barrier is left half-arrived.
+  if (cw == 0 && issued > 0) bar_sync(BAR_TURN + 0, 256);
+}
+
+// ------------------------------------------------------------------------------------------
+// Stage 3. Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not
+// stored. out = sigmoid(LN_in(x) g_out^T + bg) * (LN_out(z) p_out^T + bp) (+ x).
+// W3 chunk j = rows 128 j .. 128 j + 127 = channels 64 j .. 64 j + 63, 8-row groups alternating
+// p_out, g_out: two wgmma B views of the same slot (descriptor stride 2048 B between 8-row groups,
+// the g view starting 1024 B in), so p and g of a channel land in the same thread's registers.
+//   p: A = LN_out(z) from shared memory (written by the consumers: z is channel-major fp32,
+//      its LayerNorm needs a transpose), m64n64k16 SS;
+//   g: A = LN_in(x) fragments in registers, m64n64k16 RS.
+// LN_out reads z straight from global memory (thread = token x quarter of the channels, D/4
+// values in registers), from L2: the x producer prefetches each tile's z rows
+// (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
+// x may alias out: x reaches shared memory by TMA before the tile's epilogue, the residual is read
+// from global memory by the thread that then writes the same two values (as proj_kernels.cu).
+// ------------------------------------------------------------------------------------------
+template <int D>
+struct OutCfg {
+  static constexpr int NKB = (D + 63) / 64;
+  static constexpr int KS = D / 16;
+  static constexpr int NCH = NKB;  // W3 chunks of 128 rows (64 channels; the last one half used when D % 64 == 32)
+  static constexpr int XBYTES = NKB * pw::KB_BYTES;
+  static constexpr int AZBYTES = NKB * pw::KB_BYTES;  // LN_out(z) of the tile, 128B-swizzled K-major
+  // x tiles in flight. The buffer frees right after the tile's LN_in, so one buffer already gives a
+  // whole tile of lead time; short tiles (small D) get more.
+  static constexpr int NXBUF = XBYTES <= 16384 ? 4 : XBYTES <= 32768 ? 2 : 1;
+  static constexpr int PARAMS = 6 * D * 4;  // LN_in w, b, LN_out w, b, bp, bg
+  static constexpr int FIXED = NXBUF * XBYTES + AZBYTES + PARAMS + 1024;
+  static constexpr int STAGES_FIT = (pw::SMEM_LIMIT - pw::STATIC_SMEM - FIXED) / pw::W_STAGE;
+  static constexpr int STAGES = STAGES_FIT < pw::MAX_STAGES ? STAGES_FIT : pw::MAX_STAGES;
+  static constexpr int SMEM = FIXED + STAGES * pw::W_STAGE;
+  static_assert(STAGES >= NKB + 1, "the weight ring must hold a chunk plus one k-block");
+  static_assert(SMEM + pw::STATIC_SMEM <= pw::SMEM_LIMIT, "over the shared-memory limit");
+};
+
+template <int D>
+__global__ void __launch_bounds__(pw::THREADS, 1)
+    proj_out_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
+                          const bf16* x, const float* __restrict__ z, bf16* out, const float* __restrict__ lniw,
+                          const float* __restrict__ lnib, const float* __restrict__ lnow,
+                          const float* __restrict__ lnob, const float* __restrict__ pout_b,
+                          const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
+                          int residual, int z_prefetch, int tiles_k, int total) {
+  using namespace pw;
+  using C = OutCfg<D>;
+  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_u32(smem_raw);
+  const uint32_t base = (raw + 1023u) & ~1023u;
+  uint8_t* const sm = smem_raw + (base - raw);
+  const uint32_t s_x = base;                         // NXBUF x tiles
+  const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;  // LN_out(z) tile
+  const uint32_t s_w = s_az + C::AZBYTES;            // STAGES weight slots
+  float* const p_lniw = reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * W_STAGE);
+  float* const p_lnib = p_lniw + D;
+  float* const p_lnow = p_lnib + D;
+  float* const p_lnob = p_lnow + D;
+  float* const p_bp = p_lnob + D;
+  float* const p_bg = p_bp + D;
+  const uint32_t xfull0 = smem_u32(&bars[0]);
+  const uint32_t xempty0 = xfull0 + 8 * C::NXBUF;
+  const uint32_t wfull0 = xempty0 + 8 * C::NXBUF;
+  const uint32_t wempty0 = wfull0 + 8 * C::STAGES;
+
+  for (int c = threadIdx.x; c < D; c += THREADS) {
+    p_lniw[c] = lniw[c];
+    p_lnib[c] = lnib[c];
+    p_lnow[c] = lnow[c];
+    p_lnob[c] = lnob[c];
+    p_bp[c] = pout_b[c];
+    p_bg[c] = gout_b[c];
+  }
+  if (threadIdx.x == 0) {
+    for (int k = 0; k < C::NXBUF; ++k) {
+      mbar_init(xfull0 + 8 * k, 1);
+      mbar_init(xempty0 + 8 * k, CONSUMERS * 4);
+    }
+    for (int k = 0; k < C::STAGES; ++k) {
+      mbar_init(wfull0 + 8 * k, 1);
+      mbar_init(wempty0 + 8 * k, CONSUMERS * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x >> 7;
+  const int tid_wg = threadIdx.x & 127;
+  const int n_local = (int)blockIdx.x < total ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producers (as in stage 1)
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0 && n_local > 0) {
+      tma_prefetch_map(&tmW);
+      int ws = 0;
+      uint32_t wph = 0;
+      for (int u = 0; u < n_local; ++u) {
+        for (int j = 0; j < C::NCH; ++j) {
+#pragma unroll
+          for (int kb = 0; kb < C::NKB; ++kb) {
+            mbar_wait(wempty0 + 8 * ws, wph ^ 1u);
+            mbar_arrive_expect_tx(wfull0 + 8 * ws, W_STAGE);
+            tma_load_2d(s_w + ws * W_STAGE, &tmW, kb * 64, j * 128, wfull0 + 8 * ws);
+            if (++ws == C::STAGES) {
+              ws = 0;
+              wph ^= 1u;
+            }
+          }
+        }
+      }
+    } else if (tid_wg == 32 && n_local > 0) {
+      tma_prefetch_map(&tmX);
+      for (int v = 0; v < n_local; ++v) {
+        const int t = (int)blockIdx.x + v * (int)gridDim.x;
+        const int kt = t % tiles_k, r = t / tiles_k;
+        const int i = r % rows, b = r / rows;
+        const int j0 = kt * TOK;
+        if (z_prefetch) {
+          // The tile's z rows (one per channel, 128 tokens = 512 B, 16-byte aligned: checked on
+          // the host) into L2 for the consumers' LN_out; the tail under 16 B is left out.
+          const uint32_t bytes = (uint32_t)(min(TOK, cols - j0) * 4) & ~15u;
+          if (bytes > 0) {
+            const float* zr = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0;
+            for (int c = 0; c < D; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
+          }
+        }
+        const int buf = v % C::NXBUF;
+        mbar_wait(xempty0 + 8 * buf, ((v / C::NXBUF) & 1) ^ 1u);
+        mbar_arrive_expect_tx(xfull0 + 8 * buf, C::XBYTES);
+#pragma unroll
+        for (int kb = 0; kb < C::NKB; ++kb)
+          tma_load_4d(s_x + buf * C::XBYTES + kb * KB_BYTES, &tmX, kb * 64, j0, i, b, xfull0 + 8 * buf);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // tokens 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+
+  uint32_t ax[C::KS][4];
+  int ws = 0;
+  uint32_t wph = 0;
+  int issued = 0;
+
+  for (int u = 0; u < n_local; ++u) {
+    const int t = (int)blockIdx.x + u * (int)gridDim.x;
+    const int kt = t % tiles_k, r = t / tiles_k;
+    const int i = r % rows, b = r / rows;
+    const int j0 = kt * TOK;
+    const int jvalid = min(TOK, cols - j0);
+    const int64_t tok0 = ((int64_t)b * rows + i) * cols + j0;  // token index of (b, i, j0)
+
+    // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
+    // Two passes of 32 tokens; thread = (token 64 cw + 32 pass + 8 warp + lane % 8, quarter
+    // q = lane / 8) holds channels 32 u + 8 q + e (e < 8): whole 16-byte chunks of its A_z row, D / 4
+    // values. One load instruction reads 8 consecutive tokens (one 32-byte sector) of 4 channels.
+#pragma unroll 1
+    for (int pass = 0; pass < 2; ++pass) {
+      const int row = 64 * cw + 32 * pass + 8 * warp + (lane & 7);
+      const int q = lane >> 3;
+      const bool valid = row < jvalid;
+      const float* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + row + (int64_t)(8 * q) * sz;
+      float v[D / 32][8];
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[uu][e] = valid ? __ldcs(zp + (int64_t)(32 * uu + e) * sz) : 0.f;
+      float sum = 0.f;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) sum += v[uu][e];
+      sum += __shfl_xor_sync(0xffffffffu, sum, 8);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 16);
+      const float mean = sum * (1.0f / D);
+      float sq = 0.f;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float dd = v[uu][e] - mean;
+          sq += dd * dd;
+        }
+      sq += __shfl_xor_sync(0xffffffffu, sq, 8);
+      sq += __shfl_xor_sync(0xffffffffu, sq, 16);
+      const float rstd = rsqrtf(sq * (1.0f / D) + eps);
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu) {
+        const int c0 = 32 * uu + 8 * q;
+        const float4 w0 = *reinterpret_cast<const float4*>(p_lnow + c0);
+        const float4 w1 = *reinterpret_cast<const float4*>(p_lnow + c0 + 4);
+        const float4 b0 = *reinterpret_cast<const float4*>(p_lnob + c0);
+        const float4 b1 = *reinterpret_cast<const float4*>(p_lnob + c0 + 4);
+        const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+        const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+        uint32_t pk[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          pk[e] = pack_bf16x2((v[uu][2 * e] - mean) * rstd * w[2 * e] + bb[2 * e],
+                              (v[uu][2 * e + 1] - mean) * rstd * w[2 * e + 1] + bb[2 * e + 1]);
+        // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte row
+        const uint32_t dst = swz128(s_az + (uint32_t)(uu >> 1) * KB_BYTES, row, 4 * (uu & 1) + q);
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(pk[0]), "r"(pk[1]), "r"(pk[2]),
+                     "r"(pk[3])
+                     : "memory");
+      }
+    }
+    fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
+
+    // ---- LN_in(x) -> A fragments in registers (as stage 1)
+    const int buf = u % C::NXBUF;
+    mbar_wait(xfull0 + 8 * buf, (u / C::NXBUF) & 1);
+    layernorm_to_frags<D>(ax, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane, p_lniw, p_lnib, eps);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(xempty0 + 8 * buf);
+    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
+
+    float accp[32], accg[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) accp[k] = accg[k] = 0.f;
+    for (int j = 0; j < C::NCH; ++j) {
+      turn_wait(cw, issued);
+      wgmma_fence();
+      const int ws0 = ws;
+#pragma unroll
+      for (int kb = 0; kb < C::NKB; ++kb) {
+        mbar_wait(wfull0 + 8 * ws, wph);
+        const uint32_t slot = s_w + ws * W_STAGE;
+        const uint64_t dp = smem_desc(slot, 16u, 2048u);           // p_out rows: 8-row groups 0, 2, 4, ...
+        const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);   // g_out rows: 8-row groups 1, 3, 5, ...
+        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * (64 * 128), 16u, 1024u);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          if (4 * kb + ks < C::KS) {
+            const uint64_t step = (uint64_t)((ks * 32) >> 4);
+            const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+            wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
+            wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+          }
+        }
+        wgmma_commit();
+        if (++ws == C::STAGES) {
+          ws = 0;
+          wph ^= 1u;
+        }
+      }
+      turn_pass(cw);
+      ++issued;
+
+      // Residual x of this thread's outputs, loaded while the wgmmas run (L2: x was just read by TMA).
+      // Thread outputs: tokens 64 cw + 16 warp + g (+ 8), channels 64 j + 8 jj + 2 t4 (+ 1).
+      uint32_t xres[8][2];
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int tok = 64 * cw + 16 * warp + g + 8 * h;
+          const int c = 64 * j + 8 * jj + 2 * t4;
+          xres[jj][h] = (residual && tok < jvalid && c < D)
+                            ? *reinterpret_cast<const uint32_t*>(x + (tok0 + tok) * D + c)
+                            : 0u;
+        }
+#pragma unroll
+      for (int kb = 0; kb < C::NKB; ++kb) {
+        wgmma_wait_upto(C::NKB - 1 - kb);
+        if (lane == 0) {
+          int sl = ws0 + kb;
+          if (sl >= C::STAGES) sl -= C::STAGES;
+          mbar_arrive(wempty0 + 8 * sl);
+        }
+      }
+      fence_regs(accp);
+      fence_regs(accg);
+
+      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x), bf16 pairs straight from registers
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int c = 64 * j + 8 * jj + 2 * t4;
+        if (c < D) {
+          const float2 bp = *reinterpret_cast<const float2*>(p_bp + c);
+          const float2 bg = *reinterpret_cast<const float2*>(p_bg + c);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int tok = 64 * cw + 16 * warp + g + 8 * h;
+            if (tok < jvalid) {
+              float v0 = sigmoidf_fast(accg[4 * jj + 2 * h] + bg.x) * (accp[4 * jj + 2 * h] + bp.x);
+              float v1 = sigmoidf_fast(accg[4 * jj + 2 * h + 1] + bg.y) * (accp[4 * jj + 2 * h + 1] + bp.y);
+              if (residual) {
+                v0 += bf16lo(xres[jj][h]);
+                v1 += bf16hi(xres[jj][h]);
+              }
+              *reinterpret_cast<uint32_t*>(out + (tok0 + tok) * D + c) = pack_bf16x2(v0, v1);
+            }
+          }
+        }
+      }
+    }
+  }
+  if (cw == 0 && issued > 0) bar_sync(BAR_TURN + 0, 256);
+}
+
+// ------------------------------------------------------------------ host side
+namespace {
+
+// Tiled bf16 map of `rank` dims (innermost first; strides in bytes for dims 1..rank-1), 128B
+// swizzle, zero fill out of range.
+cudaError_t encode_bf16(CUtensorMap* m, const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
+                        const cuuint32_t* box) {
+  PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
+  const cudaError_t e = get_encode(&enc);
+  if (e != cudaSuccess) return e;
+  const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
+  const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (cuuint32_t)rank, const_cast<void*>(base), dims, strides,
+                         box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+// Raises a kernel's dynamic shared-memory limit once per device (bit per device < 64).
+template <typename K>
+cudaError_t raise_smem_once(K kernel, int smem, std::atomic<uint64_t>& done, int dev) {
+  const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+  if (bit != 0 && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e == cudaSuccess && bit != 0) done.fetch_or(bit, std::memory_order_acq_rel);
+  return e;
+}
+
+cudaError_t sm_count(int* dev, int* sms) {
+  cudaError_t e = cudaGetDevice(dev);
+  if (e != cudaSuccess) return e;
+  return cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, *dev);
+}
+
+template <int D>
+cudaError_t launch_in_wgmma_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                              const AbTarget& t, int64_t B, cudaStream_t s) {
+  using C = InCfg<D>;
+  // What TMA and the int tile arithmetic need; anything else (degenerate or odd inputs) takes
+  // the mma.sync kernel, which has the same contract.
+  const int64_t tiles_k = (g.out_cols + pw::TOK - 1) / pw::TOK;
+  const int64_t total = B * g.out_rows * tiles_k;
+  if (B <= 0 || g.out_rows <= 0 || g.out_cols <= 0 || g.x_rows <= 0 || g.x_cols <= 0 || total > INT_MAX ||
+      g.x_rows > INT_MAX || g.x_cols > INT_MAX || B > INT_MAX || (reinterpret_cast<uintptr_t>(x) & 15) != 0 ||
+      (reinterpret_cast<uintptr_t>(L.w_in) & 15) != 0)
+    return launch_proj_in_to(L, x, mask, g, t, B, s);
+
+  CUtensorMap mx, mw;
+  {
+    // x: (B, x_rows, x_cols, D) bf16; box 64 channels x 128 tokens.
+    const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)g.x_cols, (cuuint64_t)g.x_rows, (cuuint64_t)B};
+    const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)g.x_cols * D * 2,
+                                   (cuuint64_t)g.x_rows * g.x_cols * D * 2};
+    const cuuint32_t box[4] = {64, pw::TOK, 1, 1};
+    cudaError_t e = encode_bf16(&mx, x, 4, dims, strides, box);
+    if (e != cudaSuccess) return e;
+  }
+  {
+    // W1: [4D][D] bf16; box 64 k x 128 rows.
+    const cuuint64_t dims[2] = {(cuuint64_t)D, (cuuint64_t)(4 * D)};
+    const cuuint64_t strides[1] = {(cuuint64_t)D * 2};
+    const cuuint32_t box[2] = {64, 128};
+    cudaError_t e = encode_bf16(&mw, L.w_in, 2, dims, strides, box);
+    if (e != cudaSuccess) return e;
+  }
+  int dev = 0, sms = 0;
+  cudaError_t e = sm_count(&dev, &sms);
+  if (e != cudaSuccess) return e;
+  static std::atomic<uint64_t> prepared{0};
+  e = raise_smem_once(proj_in_wgmma_kernel<D>, C::SMEM, prepared, dev);
+  if (e != cudaSuccess) return e;
+  const int grid = (int)std::min<int64_t>(total, sms);
+  proj_in_wgmma_kernel<D><<<grid, pw::THREADS, C::SMEM, s>>>(mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b, L.g_in_b, g,
+                                                              t, L.eps, (int)g.out_rows, (int)tiles_k, (int)total);
+  return cudaGetLastError();
+}
+
+template <int D>
+cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
+                               int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  using C = OutCfg<D>;
+  const int64_t tiles_k = (cols + pw::TOK - 1) / pw::TOK;
+  const int64_t total = B * rows * tiles_k;
+  if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
+      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0)
+    return launch_proj_out_tile(L, x, z, out, B, rows, cols, ldz, sz, s);
+
+  CUtensorMap mx, mw;
+  {
+    // x: (B, rows, cols, D) bf16; box 64 channels x 128 tokens.
+    const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)B};
+    const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)cols * D * 2, (cuuint64_t)rows * cols * D * 2};
+    const cuuint32_t box[4] = {64, pw::TOK, 1, 1};
+    cudaError_t e = encode_bf16(&mx, x, 4, dims, strides, box);
+    if (e != cudaSuccess) return e;
+  }
+  {
+    // W3: [2D][D] bf16; box 64 k x 128 rows (rows past 2D zero-filled when D % 64 == 32).
+    const cuuint64_t dims[2] = {(cuuint64_t)D, (cuuint64_t)(2 * D)};
+    const cuuint64_t strides[1] = {(cuuint64_t)D * 2};
+    const cuuint32_t box[2] = {64, 128};
+    cudaError_t e = encode_bf16(&mw, L.w_out, 2, dims, strides, box);
+    if (e != cudaSuccess) return e;
+  }
+  // The z rows can be bulk-prefetched when every row start is 16-byte aligned.
+  const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 4 == 0 && ldz % 4 == 0) ? 1 : 0;
+  int dev = 0, sms = 0;
+  cudaError_t e = sm_count(&dev, &sms);
+  if (e != cudaSuccess) return e;
+  static std::atomic<uint64_t> prepared{0};
+  e = raise_smem_once(proj_out_wgmma_kernel<D>, C::SMEM, prepared, dev);
+  if (e != cudaSuccess) return e;
+  const int grid = (int)std::min<int64_t>(total, sms);
+  proj_out_wgmma_kernel<D><<<grid, pw::THREADS, C::SMEM, s>>>(
+      mx, mw, static_cast<const bf16*>(x), z, static_cast<bf16*>(out), L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
+      L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
+      (int)tiles_k, (int)total);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+#define FOLDCP_WGMMA_FOR_EACH_D(X) X(32) X(64) X(96) X(128) X(160) X(192) X(224) X(256)
+
+bool proj_wgmma_supported(int dim) {
+  switch (dim) {
+#define CASE(d) case d:
+    FOLDCP_WGMMA_FOR_EACH_D(CASE)
+#undef CASE
+    return true;
+    default:
+      return false;
+  }
+}
+
+cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                                    const AbTarget& t, int64_t B, cudaStream_t s) {
+  switch (L.dim) {
+#define CASE(d) \
+  case d:       \
+    return launch_in_wgmma_t<d>(L, x, mask, g, t, B, s);
+    FOLDCP_WGMMA_FOR_EACH_D(CASE)
+#undef CASE
+    default:
+      return launch_proj_in_to(L, x, mask, g, t, B, s);  // not a wgmma size: the mma.sync kernel
+  }
+}
+
+cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B,
+                                       int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  switch (L.dim) {
+#define CASE(d) \
+  case d:       \
+    return launch_out_wgmma_t<d>(L, x, z, out, B, rows, cols, ldz, sz, s);
+    FOLDCP_WGMMA_FOR_EACH_D(CASE)
+#undef CASE
+    default:
+      return launch_proj_out_tile(L, x, z, out, B, rows, cols, ldz, sz, s);
+  }
+}
+
+}  // namespace foldcp

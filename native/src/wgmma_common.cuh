@@ -1,0 +1,221 @@
+// Device helpers of the Hopper asynchronous path (sm_90a), shared by the wgmma kernels
+// (tri_gemm_wgmma.cu, proj_wgmma.cu): mbarriers with a watchdog, TMA loads, wgmma shared-memory
+// descriptors and fences, setmaxnreg, and the host-side look-up of cuTensorMapEncodeTiled.
+// Moved out of tri_gemm_wgmma.cu unchanged; the projection kernels add their own wgmma shapes
+// in proj_wgmma.cu.
+#pragma once
+#include <cuda.h>          // CUtensorMap and its enums (types only: the driver entry point is looked up)
+#include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
+
+#include <atomic>
+#include <cstdint>
+
+#include "common.cuh"
+
+// Device-side watchdog: a consumer or the producer that waits on one mbarrier for more than about
+// 10 s traps (a launch error instead of a hang that eats the device call).
+// The check runs only every 4096 failed polls. 0 turns it off.
+#ifndef FOLDCP_WGMMA_WATCHDOG
+#define FOLDCP_WGMMA_WATCHDOG 1
+#endif
+
+namespace foldcp {
+
+// ---------------------------------------------------------------- mbarrier (shared::cta)
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// Producer: one arrival plus the number of bytes the TMA loads of this phase will complete.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+      "selp.u32 %0, 1, 0, p;\n"
+      "}\n"
+      : "=r"(ok)
+      : "r"(bar), "r"(parity)
+      : "memory");
+  return ok != 0;
+}
+__device__ __forceinline__ uint64_t global_ns() {
+  uint64_t t;
+  asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+  return t;
+}
+// Waits until the phase of `bar` with the given parity has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  if (mbar_try_wait(bar, parity)) return;
+#if FOLDCP_WGMMA_WATCHDOG
+  uint32_t polls = 0;
+  uint64_t t0 = 0;
+  while (!mbar_try_wait(bar, parity)) {
+    if ((++polls & 4095u) == 0) {
+      const uint64_t t = global_ns();
+      if (t0 == 0) {
+        t0 = t;
+      } else if (t - t0 > 10000000000ull) {
+        // No printf here: a function call inside the wgmma pipeline makes ptxas serialize the
+        // wgmmas (C7510). The host sees the trap as a launch failure.
+        __trap();
+      }
+    }
+  }
+#else
+  while (!mbar_try_wait(bar, parity)) {
+  }
+#endif
+}
+
+// ---------------------------------------------------------------- TMA
+// 3D tiled load of the box at (c0 innermost, c1, c2) into 1024-aligned shared memory, completing
+// its bytes on `bar`. Out-of-range elements (rows >= Np of a partial last N tile) are zero-filled
+// and still count towards the transaction bytes.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], "
+      "[%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
+}
+
+// ---------------------------------------------------------------- wgmma
+// Shared-memory matrix descriptor (sm_90 wgmma): bits 0-13 start address >> 4, 16-29 leading
+// dimension byte offset >> 4, 32-45 stride dimension byte offset >> 4, 49-51 base offset (0: every
+// tile starts 1024-aligned, i.e. at the start of the 128B swizzle pattern), 62-63 swizzle mode
+// (1 = 128B). The 14-bit address field holds any shared address (< 256 KiB) >> 4, so advancing the
+// start address inside a tile is a plain addition to the low bits.
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo_bytes, uint32_t sbo_bytes) {
+  return (uint64_t)((addr & 0x3FFFFu) >> 4) | ((uint64_t)((lbo_bytes >> 4) & 0x3FFFu) << 16) |
+         ((uint64_t)((sbo_bytes >> 4) & 0x3FFFu) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// d[64 x 256] (+)= A[64 x 16] * B[16 x 256], both from shared memory through descriptors.
+// TRANS = 0: A is K-major (M x K, K contiguous) and B is K-major (N x K, K contiguous);
+// TRANS = 1: both are M/N-major (imm-trans-a = imm-trans-b = 1). scale_d = 0 ignores d.
+// Accumulator fragment (per thread of the warpgroup, warp w, lane l): d[4j + 2h + e] is row
+// 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e (j < 32, h, e in {0, 1}).
+template <int TRANS>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
+#define ACC8(i)                                                                                        \
+  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, %131, %131;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56), ACC8(64), ACC8(72),
+        ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TRANS)
+      : "memory");
+#undef ACC8
+}
+
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+// ---------------------------------------------------------------- added for proj_wgmma.cu
+// 2D / 4D tiled TMA loads (as tma_load_3d; coordinates innermost first).
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+          dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], "
+      "[%6];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
+      : "memory");
+}
+// Prefetch of `bytes` (a multiple of 16) from global memory at a 16-byte aligned address into L2.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
+}
+// Named barriers: bar_sync waits until `count` threads (a multiple of 32) arrived at barrier `id`,
+// itself included; bar_arrive only counts the calling warp's threads and goes on.
+__device__ __forceinline__ void bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+// Makes this thread's generic-proxy writes to shared memory visible to the async proxy (wgmma
+// operand reads, TMA) once the threads have synchronized.
+__device__ __forceinline__ void fence_proxy_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// wgmma_wait<n> for an n known only after unrolling (a loop index): the switch folds away. An n
+// over 6 waits for all groups (stricter, so still correct).
+__device__ __forceinline__ void wgmma_wait_upto(int n) {
+  switch (n) {
+    case 0: wgmma_wait<0>(); break;
+    case 1: wgmma_wait<1>(); break;
+    case 2: wgmma_wait<2>(); break;
+    case 3: wgmma_wait<3>(); break;
+    case 4: wgmma_wait<4>(); break;
+    case 5: wgmma_wait<5>(); break;
+    case 6: wgmma_wait<6>(); break;
+    default: wgmma_wait<0>(); break;
+  }
+}
+
+// ---------------------------------------------------------------- host: tensor-map encoder
+// cuTensorMapEncodeTiled through the runtime's driver entry point (no -lcuda). Looked up until it
+// succeeds once; a failed look-up is not cached (the driver may come up later). One cached
+// pointer per process (an inline function's static).
+inline cudaError_t get_encode(PFN_cuTensorMapEncodeTiled_v12000* out) {
+  static std::atomic<PFN_cuTensorMapEncodeTiled_v12000> g_encode{nullptr};
+  PFN_cuTensorMapEncodeTiled_v12000 f = g_encode.load(std::memory_order_acquire);
+  if (f == nullptr) {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    const cudaError_t e = cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q);
+    if (e != cudaSuccess) return e;
+    if (q != cudaDriverEntryPointSuccess || p == nullptr) return cudaErrorSymbolNotFound;
+    f = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+    g_encode.store(f, std::memory_order_release);
+  }
+  *out = f;
+  return cudaSuccess;
+}
+
+}  // namespace foldcp
