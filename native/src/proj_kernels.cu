@@ -470,6 +470,9 @@ cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* m
 }
 
 // One GPU: the whole padded Np x Np grid is written (zeros outside N), into this GPU's workspace.
+// The one-GPU path runs the wgmma versions of stages 1 and 3 (1.3-1.9x these kernels on the H200,
+// proj_wgmma_test 2026-12-01); the CP path (cp_plan.cu) keeps these until its team test has run
+// with them.
 cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
                            int64_t N, int64_t sab, cudaStream_t s) {
   const int64_t np = padded_n(N);
@@ -480,7 +483,7 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
   t.ld[0] = np;
   t.plane[0] = sab;
   t.dloc = L.dim;
-  return launch_proj_in_to(L, x, mask, g, t, B, s);
+  return launch_proj_in_wgmma_to(L, x, mask, g, t, B, s);  // wgmma (proj_wgmma.cu); v1 where TMA cannot
 }
 
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
@@ -498,7 +501,7 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* 
 
 cudaError_t launch_proj_out(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t N,
                             int64_t sz, cudaStream_t s) {
-  return launch_proj_out_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);
+  return launch_proj_out_wgmma_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);  // wgmma; v1 where TMA cannot
 }
 
 }  // namespace foldcp

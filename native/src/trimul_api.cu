@@ -120,7 +120,7 @@ static int proj_forced() {  // 0 auto, 1 = v1, 2 = v2
   return f;
 }
 bool proj_in_use_v2(int) { return proj_forced() == 2; }
-bool proj_out_use_v2(int dim) { return proj_forced() == 0 ? dim >= 192 : proj_forced() == 2; }
+bool proj_out_use_v2(int) { return proj_forced() == 2; }  // auto: the wgmma kernel (launch_proj_out)
 }  // namespace foldcp
 
 extern "C" {
