@@ -471,8 +471,8 @@ cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* m
 
 // One GPU: the whole padded Np x Np grid is written (zeros outside N), into this GPU's workspace.
 // The one-GPU path runs the wgmma versions of stages 1 and 3 (1.3-1.9x these kernels on the H200,
-// proj_wgmma_test 2026-12-01); the CP path (cp_plan.cu) keeps these until its team test has run
-// with them.
+// proj_wgmma_test 2026-12-01), and so does the CP path (cp_plan.cu); these v1 kernels remain the
+// fallback for inputs TMA cannot address.
 cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
                            int64_t N, int64_t sab, cudaStream_t s) {
   const int64_t np = padded_n(N);
