@@ -16,7 +16,6 @@ shapes="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256"
 deadline=540
 compile_max_n=2048
 ncu_shape=""
-pad_ab=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --no-compile) compile=0 ;;
@@ -25,7 +24,6 @@ while [[ $# -gt 0 ]]; do
     --deadline) deadline="$2"; shift ;;
     --compile-max-n) compile_max_n="$2"; shift ;;
     --ncu) ncu_shape="$2"; shift ;;        # profile the three kernels of one forward at B,N,D
-    --ab) pad_ab=1 ;;                      # also time stages 1/3 forced to v1 and to v2 (FOLDCP_PROJ)
     *) echo "unknown argument $1"; exit 2 ;;
   esac
   shift
@@ -70,13 +68,6 @@ fi
 echo "== benchmark (ours, per stage)"
 timeout "$(limit 150)" "$bdir/foldcp_trimul_bench" --csv "$out/bench_ours.csv" --shapes "$shapes" 2>&1 | tee "$out/bench.log"
 
-if [[ $pad_ab -eq 1 ]]; then
-  for v in v1 v2; do
-    echo "== benchmark with FOLDCP_PROJ=$v (both stages 1 and 3 forced to version $v) for comparison"
-    FOLDCP_PROJ=$v timeout "$(limit 120)" "$bdir/foldcp_trimul_bench" --shapes "1,2048,128;1,4096,256" 2>&1 \
-      | tee -a "$out/bench.log"
-  done
-fi
 
 if [[ -n "$ncu_shape" ]] && command -v ncu >/dev/null 2>&1; then
   echo "== ncu on one forward at $ncu_shape ($(left) s left)"

@@ -110,17 +110,6 @@ bool ws_pad_enabled() {
   }();
   return on;
 }
-static int proj_forced() {  // 0 auto, 1 = v1, 2 = v2
-  static const int f = [] {
-    const char* v = std::getenv("FOLDCP_PROJ");
-    if (v == nullptr) return 0;
-    const std::string s(v);
-    return s == "v1" ? 1 : s == "v2" ? 2 : 0;
-  }();
-  return f;
-}
-bool proj_in_use_v2(int) { return proj_forced() == 2; }
-bool proj_out_use_v2(int) { return proj_forced() == 2; }  // auto: the wgmma kernel (launch_proj_out)
 }  // namespace foldcp
 
 extern "C" {
@@ -217,7 +206,6 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
                 "device %d (%s) is sm_%d%d: this library is built for sm_90a (Hopper: H100/H200) only", dev,
                 prop.name, prop.major, prop.minor);
   CK(foldcp::prepare_kernels((int)D));
-  CK(foldcp::prepare_kernels_v2((int)D));
 
   // Rearranged fp32 copies on the host; converted to bf16 on the device.
   std::vector<float> win(4 * d * d), wout(2 * d * d), vecs(10 * d, 0.f);
@@ -392,16 +380,14 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
   };
   if (stage_ms) step(cudaEventRecord(ev[0], s), "cudaEventRecord", __LINE__);
   if (st == FOLDCP_OK)
-    step(!foldcp::proj_in_use_v2((int)D) ? foldcp::launch_proj_in(L->dl, x, mask, a_ws, b_ws, B, N, l.sab, s)
-                                         : foldcp::launch_proj_in_v2(L->dl, x, mask, a_ws, b_ws, B, N, l.sab, s),
-         "launch of stage 1 (LN_in + projection)", __LINE__);
+    step(foldcp::launch_proj_in(L->dl, x, mask, a_ws, b_ws, B, N, l.sab, s), "launch of stage 1 (LN_in + projection)",
+         __LINE__);
   if (stage_ms && st == FOLDCP_OK) step(cudaEventRecord(ev[1], s), "cudaEventRecord", __LINE__);
   if (st == FOLDCP_OK) step(foldcp::launch_tri_gemm(L->dl, a_ws, b_ws, z, B, N, l.sab, l.sz, s), "launch of stage 2 (triangle GEMM)", __LINE__);
   if (stage_ms && st == FOLDCP_OK) step(cudaEventRecord(ev[2], s), "cudaEventRecord", __LINE__);
   if (st == FOLDCP_OK)
-    step(!foldcp::proj_out_use_v2((int)D) ? foldcp::launch_proj_out(L->dl, x, z, out, B, N, l.sz, s)
-                                          : foldcp::launch_proj_out_v2(L->dl, x, z, out, B, N, l.sz, s),
-         "launch of stage 3 (LN_out + output projection)", __LINE__);
+    step(foldcp::launch_proj_out(L->dl, x, z, out, B, N, l.sz, s), "launch of stage 3 (LN_out + output projection)",
+         __LINE__);
   if (stage_ms && st == FOLDCP_OK) {
     step(cudaEventRecord(ev[3], s), "cudaEventRecord", __LINE__);
     step(cudaEventSynchronize(ev[3]), "cudaEventSynchronize (forward kernels)", __LINE__);

@@ -143,18 +143,10 @@ cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const vo
                                    const ZTarget& t, int64_t B, cudaStream_t s);
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
                                  int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
-// Two versions of stages 1 and 3: v1 (LayerNorm'd tiles in shared memory, proj_kernels.cu) and
-// v2 (A operands in registers, proj_kernels_v2.cu). Measured on one H200 (2026-11-29): stage 1 v1
-// is faster at every D (39.5 vs 50.3 ms at 1x4096^2x256); stage 3 v2 is faster for D >= 192
-// (38.9 vs 41.0 ms there) and v1 for D <= 128 (2.93 vs 2.99 ms at 1x2048^2x128). Default: the
-// faster per stage; FOLDCP_PROJ=v1 or =v2 forces one version for both stages (comparisons).
-bool proj_in_use_v2(int dim);
-bool proj_out_use_v2(int dim);
-cudaError_t prepare_kernels_v2(int dim);
-cudaError_t launch_proj_in_v2(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
-                              int64_t B, int64_t N, int64_t sab, cudaStream_t s);
-cudaError_t launch_proj_out_v2(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t N,
-                               int64_t sz, cudaStream_t s);
+// Stages 1 and 3 run the wgmma kernels of proj_wgmma.cu (launch_proj_in / launch_proj_out call
+// them); the mma.sync kernels of proj_kernels.cu (launch_proj_in_to / launch_proj_out_tile) are
+// their fallback for inputs TMA cannot address. A second mma.sync version (A operands in
+// registers) lost to wgmma everywhere on the H200 (2026-12-01) and was deleted.
 cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream_t s);
 // Stages 1 and 3 on wgmma + TMA (proj_wgmma.cu; issue 10, not on the default path yet): the same
 // arguments and outputs as launch_proj_in_to / launch_proj_out_tile (proj_kernels.cu), up to the
