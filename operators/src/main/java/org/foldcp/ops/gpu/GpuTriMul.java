@@ -556,30 +556,8 @@ public final class GpuTriMul implements TriMulBackend {
     }
   }
 
-  /**
-   * Closes each non-null item in order, never stopping early. With {@code pending} (a failure
-   * already being thrown), later failures are added to it; else the first one is returned with
-   * the rest suppressed.
-   */
   static RuntimeException closeAll(RuntimeException pending, AutoCloseable... items) {
-    RuntimeException first = pending;
-    for (AutoCloseable c : items) {
-      if (c == null) {
-        continue;
-      }
-      try {
-        c.close();
-      } catch (Exception e) {
-        RuntimeException re = e instanceof RuntimeException ? (RuntimeException) e
-            : new GpuException("close failed: " + e, e);
-        if (first == null) {
-          first = re;
-        } else {
-          first.addSuppressed(re);
-        }
-      }
-    }
-    return pending == null ? first : null;
+    return Closeables.closeAll(pending, items);
   }
 
   @Override

@@ -10,6 +10,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.cp.TileBounds;
+import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuStream;
@@ -240,35 +241,19 @@ public final class CpGpuStack implements AutoCloseable {
 
   private static RuntimeException closeQuietly(RuntimeException first, long plan, List<Long> layers,
       DeviceBuffer tb, DeviceBuffer mb, GpuStream s, GpuDevice dev) {
-    RuntimeException err = first;
-    List<Runnable> steps = new ArrayList<>();
+    List<AutoCloseable> steps = new ArrayList<>();
     if (plan != 0) {
       steps.add(() -> NativeCp.destroyPlan(plan));
     }
     for (long l : layers) {
       steps.add(() -> NativeCp.destroyLayer(l));
     }
-    if (tb != null) {
-      steps.add(tb::close);
+    steps.addAll(java.util.Arrays.asList(tb, mb, s, dev));
+    AutoCloseable[] all = steps.toArray(new AutoCloseable[0]);
+    if (first == null) {
+      return Closeables.closeAll(null, all);
     }
-    if (mb != null) {
-      steps.add(mb::close);
-    }
-    if (s != null) {
-      steps.add(s::close);
-    }
-    steps.add(dev::close);
-    for (Runnable r : steps) {
-      try {
-        r.run();
-      } catch (RuntimeException e) {
-        if (err == null) {
-          err = e;
-        } else {
-          err.addSuppressed(e);
-        }
-      }
-    }
-    return err;
+    Closeables.closeAll(first, all);
+    return first;
   }
 }

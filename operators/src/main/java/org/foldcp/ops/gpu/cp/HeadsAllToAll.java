@@ -5,6 +5,7 @@ import java.nio.ByteOrder;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.a2a.HeadsDirection;
 import org.foldcp.ops.a2a.HeadsShape;
+import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuStream;
@@ -66,17 +67,10 @@ public final class HeadsAllToAll implements AutoCloseable {
       in = DeviceBuffer.allocate(dev, tensorBytes, "all-to-all input (array calls)");
       out = DeviceBuffer.allocate(dev, tensorBytes, "all-to-all output (array calls)");
     } catch (RuntimeException e) {
-      RuntimeException err = e;
-      if (p != 0) {
-        err = Closer.run(err, dev::makeCurrent);
-        final long plan0 = p;
-        err = Closer.run(err, () -> NativeCp.a2aDestroy(plan0));
-      }
-      err = Closer.run(err, in == null ? null : in::close);
-      err = Closer.run(err, out == null ? null : out::close);
-      err = Closer.run(err, s == null ? null : s::close);
-      err = Closer.run(err, dev::close);
-      throw err;
+      final long made = p;
+      Closeables.closeAll(e, made == 0 ? null : dev::makeCurrent, made == 0 ? null : () -> NativeCp.a2aDestroy(made),
+          in, out, s, dev);
+      throw e;
     }
     this.device = dev;
     this.stream = s;
@@ -206,33 +200,10 @@ public final class HeadsAllToAll implements AutoCloseable {
     }
     closed = true;
     team.stackClosed();
-    RuntimeException err = Closer.run(null, device::makeCurrent);
-    err = Closer.run(err, () -> NativeCp.a2aDestroy(plan));
-    err = Closer.run(err, input::close);
-    err = Closer.run(err, output::close);
-    err = Closer.run(err, stream::close);
-    err = Closer.run(err, device::close);
+    RuntimeException err = Closeables.closeAll(null, device::makeCurrent, () -> NativeCp.a2aDestroy(plan), input, output,
+        stream, device);
     if (err != null) {
       throw err;
-    }
-  }
-
-  /** Runs close steps in order, keeping the first failure and suppressing the rest. */
-  private static final class Closer {
-    static RuntimeException run(RuntimeException first, Runnable step) {
-      if (step == null) {
-        return first;
-      }
-      try {
-        step.run();
-        return first;
-      } catch (RuntimeException e) {
-        if (first == null) {
-          return e;
-        }
-        first.addSuppressed(e);
-        return first;
-      }
     }
   }
 }

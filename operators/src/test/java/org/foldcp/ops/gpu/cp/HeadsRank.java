@@ -1,11 +1,7 @@
 package org.foldcp.ops.gpu.cp;
 
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.Paths;
-import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -27,39 +23,8 @@ public final class HeadsRank {
   private HeadsRank() {}
 
   public static void main(String[] args) throws Exception {
-    Path dir = Paths.get(args[0]);
-    int rank = Integer.parseInt(args[1]);
-    int size = Integer.parseInt(args[2]);
-    Duration timeout = Duration.ofMillis(Long.parseLong(args[3]));
-    long heap = Long.parseLong(args[4]);
-    List<HeadsCase> cases = new ArrayList<>();
-    for (String line : Files.readAllLines(dir.resolve("heads-cases.txt"))) {
-      if (!line.isBlank()) {
-        cases.add(HeadsCase.parse(line));
-      }
-    }
-    NvshmemTeam team;
-    try {
-      team = NvshmemTeam.form(new NvshmemTeam.Spec(0, heap, timeout, null, "heads-rank-" + rank + "-pid-"
-          + ProcessHandle.current().pid()), new FileRendezvous(dir.resolve("rv"), rank, size));
-    } catch (RuntimeException e) {
-      write(dir.resolve("err-team-" + rank + ".txt"), e.getClass().getName() + ": " + e.getMessage());
-      System.exit(3);
-      return;
-    }
-    for (HeadsCase c : cases) {
-      try {
-        write(dir.resolve("res-" + c.name() + "-" + rank + ".txt"), run(team, c, dir));
-      } catch (TeamException e) {
-        write(dir.resolve("err-" + c.name() + "-" + rank + ".txt"), e.getClass().getName() + ": " + e.getMessage());
-        System.exit(4);
-      } catch (RuntimeException e) {
-        write(dir.resolve("err-" + c.name() + "-" + rank + ".txt"), e.getClass().getName() + ": " + e.getMessage());
-      }
-    }
-    NvshmemTeam.finalizeTeam();
-    write(dir.resolve("done-" + rank + ".txt"), "ok");
-    System.exit(0);
+    RankMain.main(args, "heads-cases.txt", HeadsCase::parse, HeadsCase::name, (dir, team, c) ->
+        RankMain.write(dir.resolve("res-" + c.name() + "-" + team.rank() + ".txt"), run(team, c, dir)));
   }
 
   private static String run(NvshmemTeam team, HeadsCase c, Path dir) throws IOException {
@@ -70,7 +35,7 @@ public final class HeadsRank {
     // ranks' shapes differ), and computing it here would skip the collective on this rank only.
     int[] want = c.skewRank() >= 0 ? null : c.scattered(rank, world);
     long mark = MemoryLeakCheck.mark();
-    long before = CpTeamRank.quiescentFreeBytes(team);
+    long before = RankMain.quiescentFreeBytes(team);
     List<String> failures = new ArrayList<>();
     String route;
     long afterCalls;
@@ -103,11 +68,11 @@ public final class HeadsRank {
           failures.add("zero copy: gather of the plan's own scatter buffer differs from x at byte " + Arrays.mismatch(got, raw));
         }
       }
-      afterCalls = CpTeamRank.quiescentFreeBytes(team);
+      afterCalls = RankMain.quiescentFreeBytes(team);
     }
-    long afterClose = CpTeamRank.quiescentFreeBytes(team);
+    long afterClose = RankMain.quiescentFreeBytes(team);
     if (c.repeats() > 1) {
-      write(dir.resolve("mem-" + c.name() + "-" + rank + ".txt"), before + " " + afterCalls + " " + afterClose + " "
+      RankMain.write(dir.resolve("mem-" + c.name() + "-" + rank + ".txt"), before + " " + afterCalls + " " + afterClose + " "
           + MemoryLeakCheck.openHandlesSince(mark).size() + " " + team.info().heapUsed());
     }
     return failures.isEmpty() ? route + " scatter==reference gather(scatter)==x zero-copy-ok calls=" + c.repeats()
@@ -158,7 +123,4 @@ public final class HeadsRank {
     return b.array();
   }
 
-  private static void write(Path p, String s) throws IOException {
-    TileFiles.writeAtomically(p, s.getBytes(StandardCharsets.UTF_8));
-  }
 }

@@ -1,3 +1,7 @@
+// The mma.sync triangle GEMM (mma.sync m16n8k16, cp.async, 128x256x64 tiles), stage 2 of the
+// library until 2026-12-01, when the wgmma + TMA kernel (src/tri_gemm_wgmma.cu) replaced it on
+// every path (1.8-2.1x on the H200). It lives on here only as the independent oracle of
+// tri_gemm_wgmma_test: a second implementation of the same contract, compared value for value.
 // Stage 2: the triangle GEMM, one N x N x N product per (batch, channel), fp32 accumulate.
 //   outgoing: Z_c = A_c B_c^T with A_c[i][k] = a[i,k,c], B_c[j][k] = b[j,k,c]  (both K-contiguous)
 //   incoming: Z_c = A_c^T B_c with A_c[k][i] = a[k,i,c], B_c[k][j] = b[k,j,c]  (both M/N-contiguous)
@@ -208,9 +212,7 @@ __global__ void __launch_bounds__(tg::THREADS, 1)
   }
 }
 
-// The mma.sync version: no longer on any path (stage 2 runs tri_gemm_wgmma.cu); kept as the
-// independent oracle of tests/tri_gemm_wgmma_test.cu until the benchmark of all shapes confirms
-// it loses everywhere.
+// The oracle's launch (same arguments and output as launch_tri_gemm_to).
 cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                    const ZTarget& t, int64_t B, cudaStream_t s) {
   const int tilesM = (int)(np / tg::BM);
@@ -223,30 +225,6 @@ cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const vo
   else
     tri_gemm_kernel<false><<<grid, tg::THREADS, tg::SMEM, s>>>(a, b, t, (int)np, tilesM, tilesN, sab);
   return cudaGetLastError();
-}
-
-// One GPU: one destination (this workspace's z), every channel, tokens < N.
-cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, float* z, int64_t B, int64_t N,
-                            int64_t sab, int64_t sz, cudaStream_t s) {
-  const int64_t np = padded_n(N);
-  ZTarget t{};
-  t.z[0] = z;
-  t.ld[0] = np;
-  t.plane[0] = sz;
-  t.chans[0] = L.dim;
-  t.chan0[0] = 0;
-  t.tile_rows = t.tile_cols = (int)np;
-  t.grid_cols = 1;
-  t.dloc = L.dim;
-  t.n_store = (int)N;
-  return launch_tri_gemm_to(L, a_ws, b_ws, np, sab, t, B, s);
-}
-
-// Stage 2 on every path (one GPU and CP): the wgmma + TMA kernel, 1.8-2.1x the mma.sync one at
-// (1, 2048, 128) and (1, 4096, 32) on the H200 (tri_gemm_wgmma_test, 2026-12-01).
-cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                               const ZTarget& t, int64_t B, cudaStream_t s) {
-  return launch_tri_gemm_wgmma_to(L, a_ws, b_ws, np, sab, t, B, s);
 }
 
 cudaError_t prepare_tri_gemm() {
