@@ -3,8 +3,10 @@ package org.foldcp.examples;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import org.apache.spark.SparkConf;
 import org.apache.spark.api.java.function.MapPartitionsFunction;
 import org.apache.spark.sql.Dataset;
@@ -71,11 +73,10 @@ public final class TriMulJob {
     Runnable restoreLog = verbose ? () -> { } : JobErrors.quietStackTraces();
     SparkSession spark = null;
     try {
-      SparkConf conf = conf(o);
-      // The spark.foldcp.* settings are checked before Spark starts, so that a bad one is the
-      // only line the user sees (a plugin refusing them later comes after Spark's start-up log).
-      FoldCpConf.from(conf);
-      spark = SparkSession.builder().config(conf).getOrCreate();
+      // The spark.foldcp.* settings are checked before anything of Spark runs (even a SparkConf
+      // logs Spark's hostname warnings), so that a bad one is the only line the user sees.
+      FoldCpConf.from(foldcpSettings(o));
+      spark = SparkSession.builder().config(conf(o)).getOrCreate();
       run(spark, o, out);
       return 0;
     } catch (Exception e) { // Spark throws its checked SparkException undeclared
@@ -112,22 +113,42 @@ public final class TriMulJob {
     conf.setIfMissing("spark.kryo.registrator", "org.foldcp.spark.plugin.FoldCpKryoRegistrator");
     conf.setIfMissing("spark.ui.enabled", "false");
     localGpu(conf);
+    foldcpSettings(o).forEach(conf::set);
+    return conf;
+  }
+
+  /**
+   * The spark.foldcp.* settings the job will run with, as a SparkConf would see them, without
+   * making one: spark-submit's (system properties), then --conf, then the job's own options.
+   */
+  static Map<String, String> foldcpSettings(JobOptions o) {
+    Map<String, String> m = new LinkedHashMap<>();
+    for (String k : System.getProperties().stringPropertyNames()) {
+      if (k.startsWith(FoldCpConf.PREFIX)) {
+        m.put(k, System.getProperty(k));
+      }
+    }
+    o.conf.forEach((k, v) -> {
+      if (k.startsWith(FoldCpConf.PREFIX)) {
+        m.put(k, v);
+      }
+    });
     if (o.route != null) {
-      conf.set("spark.foldcp.route", o.route);
+      m.put("spark.foldcp.route", o.route);
     }
     if (o.cp > 0) {
-      conf.set("spark.foldcp.cp", Integer.toString(o.cp));
+      m.put("spark.foldcp.cp", Integer.toString(o.cp));
     }
     if (o.grid != null) {
-      conf.set("spark.foldcp.grid", o.grid);
+      m.put("spark.foldcp.grid", o.grid);
     }
     if (o.transport != null) {
-      conf.set("spark.foldcp.cp.transport", o.transport);
+      m.put("spark.foldcp.cp.transport", o.transport);
     }
     if (o.threads > 0) {
-      conf.set("spark.foldcp.cpu.threads", Integer.toString(o.threads));
+      m.put("spark.foldcp.cpu.threads", Integer.toString(o.threads));
     }
-    return conf;
+    return m;
   }
 
   /**
