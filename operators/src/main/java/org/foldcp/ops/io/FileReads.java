@@ -74,6 +74,11 @@ final class FileReads {
     }
   }
 
+  /** A value from a header as an error message shows it: at most 200 characters. */
+  static String shown(Object value) {
+    return excerpt(String.valueOf(value), 200);
+  }
+
   /** A short, printable excerpt of header text for error messages. */
   static String excerpt(String text, int max) {
     String oneLine = text.replace("\n", "\\n").replace("\r", "\\r");

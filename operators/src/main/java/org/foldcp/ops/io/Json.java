@@ -21,8 +21,15 @@ final class Json {
     }
   }
 
+  /**
+   * Deepest nesting accepted. A safetensors header nests three levels (header, entry, shape); the
+   * limit keeps a hostile "[[[[..." within the parser's recursion instead of overflowing the stack.
+   */
+  static final int MAX_DEPTH = 64;
+
   private final String text;
   private int pos;
+  private int depth;
 
   private Json(String text) {
     this.text = text;
@@ -42,11 +49,13 @@ final class Json {
   private Object value() throws SyntaxError {
     skipSpace();
     char c = peek();
-    if (c == '{') {
-      return object();
-    }
-    if (c == '[') {
-      return array();
+    if (c == '{' || c == '[') {
+      if (++depth > MAX_DEPTH) {
+        throw error("nesting deeper than " + MAX_DEPTH + " levels");
+      }
+      Object v = c == '{' ? object() : array();
+      depth--;
+      return v;
     }
     if (c == '"') {
       return string();

@@ -43,7 +43,7 @@ public final class Npy {
       h.requireCOrder(file);
       String dtype = h.requireDtype(file, PAIR_DTYPES);
       long[] s = h.shape;
-      String shape = NpyHeader.shapeString(s);
+      String shape = FileReads.shown(NpyHeader.shapeString(s));
       InvalidInputException.require(s.length == 3 || s.length == 4, "shape of " + file, shape,
           "a pair tensor must have rank 4 (B, N, N, D) or rank 3 (N, N, D), not rank " + s.length);
       int off = s.length - 3;
@@ -129,7 +129,7 @@ public final class Npy {
       boolean full = s.length == 3 && s[0] == batch && s[1] == rows && s[2] == cols;
       boolean flat = s.length == 2 && batch == 1 && s[0] == rows && s[1] == cols;
       if (!full && !flat) {
-        throw InvalidInputException.of("shape of " + file, NpyHeader.shapeString(s),
+        throw InvalidInputException.of("shape of " + file, FileReads.shown(NpyHeader.shapeString(s)),
             "the mask must have shape (B, rows, cols) = (" + batch + ", " + rows + ", " + cols + ")"
                 + (batch == 1 ? " or (rows, cols) = (" + rows + ", " + cols + ")" : "")
                 + " to match its pair tensor");
@@ -180,7 +180,8 @@ public final class Npy {
   public static int pairRank(Path file) {
     try (FileChannel ch = FileReads.openRead(file)) {
       long[] s = NpyHeader.read(ch, file).shape;
-      InvalidInputException.require(s.length == 3 || s.length == 4, "shape of " + file, NpyHeader.shapeString(s),
+      InvalidInputException.require(s.length == 3 || s.length == 4, "shape of " + file,
+          FileReads.shown(NpyHeader.shapeString(s)),
           "a pair tensor must have rank 4 (B, N, N, D) or rank 3 (N, N, D), not rank " + s.length);
       return s.length;
     } catch (IOException e) {
@@ -251,7 +252,8 @@ public final class Npy {
   /** A dimension as int, refusing 0 (an empty pair tensor is always a mistake) and overflow. */
   private static int dimension(Path file, long[] shape, long value) {
     InvalidInputException.require(value >= 1 && value <= Integer.MAX_VALUE - 8, "shape of " + file,
-        NpyHeader.shapeString(shape), "every dimension of a pair tensor must be between 1 and 2^31 - 9");
+        FileReads.shown(NpyHeader.shapeString(shape)),
+        "every dimension of a pair tensor must be between 1 and 2^31 - 9");
     return (int) value;
   }
 }

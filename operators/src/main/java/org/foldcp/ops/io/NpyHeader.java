@@ -116,18 +116,20 @@ final class NpyHeader {
     String descr = d instanceof String ? (String) d : String.valueOf(d);
     Object fo = dict.get("fortran_order");
     if (!(fo instanceof Boolean)) {
-      throw InvalidInputException.of("'fortran_order' in " + what, fo, "must be True or False");
+      throw InvalidInputException.of("'fortran_order' in " + what, FileReads.shown(fo), "must be True or False");
     }
     Object s = dict.get("shape");
     if (!(s instanceof List)) {
-      throw InvalidInputException.of("'shape' in " + what, s, "must be a tuple of integers like (2, 3, 3, 4)");
+      throw InvalidInputException.of("'shape' in " + what, FileReads.shown(s),
+          "must be a tuple of integers like (2, 3, 3, 4)");
     }
     List<?> dims = (List<?>) s;
     long[] shape = new long[dims.size()];
     for (int q = 0; q < shape.length; q++) {
       Object v = dims.get(q);
       if (!(v instanceof Long) || (Long) v < 0) {
-        throw InvalidInputException.of("'shape' in " + what, s, "every dimension must be a non-negative integer");
+        throw InvalidInputException.of("'shape' in " + what, FileReads.shown(s),
+            "every dimension must be a non-negative integer");
       }
       shape[q] = (Long) v;
     }
@@ -148,10 +150,11 @@ final class NpyHeader {
       return d;
     }
     if (d.startsWith(">") && supported.contains("<" + d.substring(1))) {
-      throw InvalidInputException.of(what, "'" + descr + "'",
+      throw InvalidInputException.of(what, "'" + FileReads.shown(descr) + "'",
           "big-endian data is not supported; save it little-endian, e.g. arr.astype('<" + d.substring(1) + "')");
     }
-    throw InvalidInputException.of(what, "'" + descr + "'", "supported dtypes are " + quoted(supported));
+    throw InvalidInputException.of(what, "'" + FileReads.shown(descr) + "'",
+        "supported dtypes are " + quoted(supported));
   }
 
   /** Refuses Fortran (column-major) layout, which would need a transposing reader. */
@@ -169,12 +172,14 @@ final class NpyHeader {
     try {
       expected = Math.multiplyExact(count, (long) itemSize);
     } catch (ArithmeticException e) {
-      throw InvalidInputException.of("shape of " + file, shapeString(shape), "the byte count overflows 64 bits");
+      throw InvalidInputException.of("shape of " + file, FileReads.shown(shapeString(shape)),
+          "the byte count overflows 64 bits");
     }
     long actual = fileSize - dataOffset;
     if (actual != expected) {
       throw InvalidInputException.of("data size of " + file, actual + " bytes",
-          "shape " + shapeString(shape) + " of dtype '" + descr + "' needs exactly " + expected
+          "shape " + FileReads.shown(shapeString(shape)) + " of dtype '" + FileReads.shown(descr)
+              + "' needs exactly " + expected
               + " bytes after the " + dataOffset + "-byte header"
               + (actual < expected ? " (truncated file)" : " (trailing bytes: not a single .npy array)"));
     }
@@ -186,7 +191,8 @@ final class NpyHeader {
       try {
         n = Math.multiplyExact(n, s);
       } catch (ArithmeticException e) {
-        throw InvalidInputException.of("shape of " + file, shapeString(shape), "the element count overflows 64 bits");
+        throw InvalidInputException.of("shape of " + file, FileReads.shown(shapeString(shape)),
+            "the element count overflows 64 bits");
       }
     }
     return n;

@@ -32,8 +32,15 @@ final class PyLiteral {
     }
   }
 
+  /**
+   * Deepest nesting accepted. An npy header nests two levels (the dict, the shape tuple); the
+   * limit keeps a hostile "((((..." within the parser's recursion instead of overflowing the stack.
+   */
+  static final int MAX_DEPTH = 64;
+
   private final String text;
   private int pos;
+  private int depth;
 
   private PyLiteral(String text) {
     this.text = text;
@@ -58,13 +65,15 @@ final class PyLiteral {
   private Object value() throws SyntaxError {
     skipSpace();
     char c = peek();
+    if (c == '{' || c == '(' || c == '[') {
+      if (++depth > MAX_DEPTH) {
+        throw error("nesting deeper than " + MAX_DEPTH + " levels");
+      }
+      Object v = c == '{' ? dict() : c == '(' ? sequence('(', ')') : sequence('[', ']');
+      depth--;
+      return v;
+    }
     switch (c) {
-      case '{':
-        return dict();
-      case '(':
-        return sequence('(', ')');
-      case '[':
-        return sequence('[', ']');
       case '\'':
       case '"':
         return string();

@@ -204,14 +204,16 @@ public final class SafeTensors {
     TensorDtype dt = TensorDtype.of(e.dtype, e.name, h.file);
     String offsets = "[" + e.begin + ", " + e.end + "]";
     String what = "data_offsets of '" + e.name + "' in " + h.file;
+    // numel and its byte count, or -1 where they pass 2^63 - 1 (a shape no file can back)
     long numel = 1;
     for (long s : e.shape) {
-      numel = s == 0 ? 0 : (numel > Long.MAX_VALUE / s ? Long.MAX_VALUE : numel * s);
+      numel = numel < 0 ? (s == 0 ? 0 : -1) : s == 0 ? 0 : numel > Long.MAX_VALUE / s ? -1 : numel * s;
     }
-    long need = numel > Long.MAX_VALUE / dt.itemSize ? Long.MAX_VALUE : numel * dt.itemSize;
+    long need = numel < 0 || numel > Long.MAX_VALUE / dt.itemSize ? -1 : numel * dt.itemSize;
     InvalidInputException.require(e.end >= e.begin && e.end - e.begin == need, what, offsets,
-        "end - begin (" + (e.end - e.begin) + " bytes) must equal numel * itemsize = " + numel + " * "
-            + dt.itemSize + " = " + need + " bytes for shape " + e.shapeString() + " of dtype " + dt.name());
+        "end - begin (" + (e.end - e.begin) + " bytes) must equal numel * itemsize"
+            + (need < 0 ? ", more than 2^63 - 1" : " = " + numel + " * " + dt.itemSize + " = " + need)
+            + " bytes for shape " + FileReads.shown(e.shapeString()) + " of dtype " + dt.name());
     InvalidInputException.require(e.end <= h.dataLength(), what, offsets,
         "must lie inside the data buffer of " + h.dataLength() + " bytes (the file has " + h.fileSize
             + " bytes and the data starts at byte " + h.dataStart + "): truncated file?");

@@ -125,12 +125,12 @@ final class SafeTensorsHeader {
   private static void readMetadata(Object value, Path file, Map<String, String> out) {
     String rule = "\"" + METADATA + "\" must be a JSON object of string values";
     if (!(value instanceof Map)) {
-      throw InvalidInputException.of("\"" + METADATA + "\" in " + file, value, rule);
+      throw InvalidInputException.of("\"" + METADATA + "\" in " + file, FileReads.shown(value), rule);
     }
     for (Map.Entry<?, ?> m : ((Map<?, ?>) value).entrySet()) {
       if (!(m.getValue() instanceof String)) {
         throw InvalidInputException.of("\"" + METADATA + "\" entry '" + m.getKey() + "' in " + file,
-            m.getValue(), rule);
+            FileReads.shown(m.getValue()), rule);
       }
       out.put((String) m.getKey(), (String) m.getValue());
     }
@@ -140,12 +140,12 @@ final class SafeTensorsHeader {
     String what = "header entry '" + key + "' in " + file;
     String form = "must be {\"dtype\": str, \"shape\": [ints], \"data_offsets\": [begin, end]}";
     if (!(value instanceof Map)) {
-      throw InvalidInputException.of(what, value, form);
+      throw InvalidInputException.of(what, FileReads.shown(value), form);
     }
     Map<?, ?> m = (Map<?, ?>) value;
     Object dtype = m.get("dtype");
     if (!(dtype instanceof String)) {
-      throw InvalidInputException.of("\"dtype\" of " + what, dtype, form);
+      throw InvalidInputException.of("\"dtype\" of " + what, FileReads.shown(dtype), form);
     }
     long[] shape = naturals(m.get("shape"), -1, "\"shape\" of " + what, form);
     long[] offsets = naturals(m.get("data_offsets"), 2, "\"data_offsets\" of " + what, form);
@@ -155,14 +155,14 @@ final class SafeTensorsHeader {
   /** A JSON array of non-negative integers, of {@code length} elements unless it is -1. */
   private static long[] naturals(Object value, int length, String what, String rule) {
     if (!(value instanceof List) || (length >= 0 && ((List<?>) value).size() != length)) {
-      throw InvalidInputException.of(what, value, rule);
+      throw InvalidInputException.of(what, FileReads.shown(value), rule);
     }
     List<?> list = (List<?>) value;
     long[] out = new long[list.size()];
     for (int q = 0; q < out.length; q++) {
       Object v = list.get(q);
       if (!(v instanceof Long) || (Long) v < 0) {
-        throw InvalidInputException.of(what, value, rule + " with non-negative integers");
+        throw InvalidInputException.of(what, FileReads.shown(value), rule + " with non-negative integers");
       }
       out[q] = (Long) v;
     }

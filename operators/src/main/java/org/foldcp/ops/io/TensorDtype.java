@@ -24,7 +24,7 @@ enum TensorDtype {
         return t;
       }
     }
-    throw InvalidInputException.of("dtype of '" + key + "' in " + where, dtype,
+    throw InvalidInputException.of("dtype of '" + key + "' in " + where, FileReads.shown(dtype),
         "supported tensor dtypes are " + SUPPORTED);
   }
 

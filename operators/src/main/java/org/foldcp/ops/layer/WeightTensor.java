@@ -17,14 +17,33 @@ public final class WeightTensor implements Serializable {
     this.name = Objects.requireNonNull(name, "name");
     this.shape = shape.clone();
     this.values = Objects.requireNonNull(values, "values");
+    // Messages are built only on failure: a shape of many dimensions must not cost its length
+    // squared (one Arrays.toString per dimension) on the way to being accepted.
     long count = 1;
+    boolean zero = false;
+    boolean overflow = false;
     for (long s : shape) {
-      InvalidInputException.require(s >= 0, "shape of '" + name + "'", Arrays.toString(shape),
-          "dimensions must be >= 0");
-      count *= s;
+      if (s < 0) {
+        throw InvalidInputException.of("shape of '" + name + "'", Arrays.toString(shape), "dimensions must be >= 0");
+      }
+      if (s == 0) {
+        zero = true;
+      } else if (!overflow && count > Long.MAX_VALUE / s) {
+        overflow = true;
+      } else if (!overflow) {
+        count *= s;
+      }
     }
-    InvalidInputException.require(count == values.length, "value count of '" + name + "'", values.length,
-        "must equal the product of its shape " + Arrays.toString(shape) + " = " + count);
+    if (zero) {
+      count = 0;
+    } else if (overflow) {
+      throw InvalidInputException.of("shape of '" + name + "'", Arrays.toString(shape),
+          "the element count overflows 64 bits");
+    }
+    if (count != values.length) {
+      throw InvalidInputException.of("value count of '" + name + "'", values.length,
+          "must equal the product of its shape " + Arrays.toString(shape) + " = " + count);
+    }
   }
 
   public String name() { return name; }

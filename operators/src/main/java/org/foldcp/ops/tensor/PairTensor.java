@@ -179,8 +179,10 @@ public final class PairTensor implements Serializable {
             "must equal cols = " + cols);
         for (int j = 0; j < cols; j++) {
           byte v = newMask[r][j];
-          InvalidInputException.require(v == 0 || v == 1, "mask[" + (r / rows) + ", " + (r % rows) + ", " + j + "]",
-              v & 0xff, "mask values must be 0 (masked) or 1 (valid)");
+          if (v != 0 && v != 1) { // not require(): its message would be built for every position
+            throw InvalidInputException.of("mask[" + (r / rows) + ", " + (r % rows) + ", " + j + "]", v & 0xff,
+                "mask values must be 0 (masked) or 1 (valid)");
+          }
         }
       }
     }

@@ -315,6 +315,66 @@ class NpyTest {
   }
 
   @Test
+  void headerNestedTooDeepIsRefusedNotAStackOverflow() throws IOException {
+    // found by NpyFuzzTest: 30,000 '(' in a version 1.0 header overflowed the recursive parser's stack
+    String deep = "{'descr': '<f4', 'fortran_order': False, 'shape': " + "(".repeat(30_000) + ")".repeat(30_000) + "}";
+    Path f = RawFiles.npy(dir.resolve("deep.npy"), 1, deep, RawFiles.f32(1));
+    String msg = message(() -> Npy.readPair(f));
+    assertTrue(msg.contains("not parseable as a Python dict literal") && msg.contains("nesting deeper than 64 levels"),
+        msg);
+    assertTrue(msg.length() < 1000, "the header is shown as an excerpt: " + msg.length() + " characters");
+  }
+
+  @Test
+  void aShapeOf2To40ElementsIsRefusedBeforeAnythingIsAllocated() throws IOException {
+    // (1, 2^20, 2^20, 1) float32 would be 4 TiB; the file holds one value
+    Path f = RawFiles.npy(dir.resolve("huge.npy"), "<f4", "(1, 1048576, 1048576, 1)", RawFiles.f32(1));
+    String msg = message(() -> Npy.readPair(f));
+    assertTrue(msg.contains("data size of") && msg.contains("= 4 bytes")
+        && msg.contains("shape (1, 1048576, 1048576, 1) of dtype '<f4' needs exactly 4398046511104 bytes"), msg);
+    Path m = RawFiles.npy(dir.resolve("hugemask.npy"), "|u1", "(1, 1048576, 1048576)", RawFiles.u8(1));
+    String mmsg = message(() -> Npy.readMask(m, 1, 1048576));
+    assertTrue(mmsg.contains("= 1 bytes") && mmsg.contains("needs exactly 1099511627776 bytes"), mmsg);
+    // four dimensions below 2^31 each, whose product passes 2^63
+    Path o = RawFiles.npy(dir.resolve("overflow.npy"), "<f4", "(2147483000, 2147483000, 2147483000, 1)", RawFiles.f32(1));
+    String omsg = message(() -> Npy.readPair(o));
+    assertTrue(omsg.contains("= (2147483000, 2147483000, 2147483000, 1)") && omsg.contains("the element count overflows 64 bits"),
+        omsg);
+  }
+
+  @Test
+  void headerLengthFieldBeyondTheFile() throws IOException {
+    byte[] good = Files.readAllBytes(RawFiles.npy(dir.resolve("g2.npy"), 2,
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1), }", RawFiles.f32(1)));
+    ByteBuffer.wrap(good).order(ByteOrder.LITTLE_ENDIAN).putInt(8, 0xffffffff);
+    Path f = Files.write(dir.resolve("len.npy"), good);
+    String msg = message(() -> Npy.readPair(f));
+    assertTrue(msg.contains("= " + good.length + " bytes") && msg.contains("declares 4294967295 bytes")
+        && msg.contains("beyond the end of the file"), msg);
+  }
+
+  @Test
+  void headerValuesOfTheWrongKind() throws IOException {
+    Path fo = RawFiles.npy(dir.resolve("fo1.npy"), 1, "{'descr': '<f4', 'fortran_order': 1, 'shape': (1, 1, 1), }",
+        RawFiles.f32(1));
+    String msg = message(() -> Npy.readPair(fo));
+    assertTrue(msg.contains("'fortran_order' in npy header of") && msg.contains("= 1:") && msg.contains("True or False"),
+        msg);
+    Path neg = RawFiles.npy(dir.resolve("neg.npy"), "<f4", "(1, -1, 1)", RawFiles.f32(1));
+    msg = message(() -> Npy.readPair(neg));
+    assertTrue(msg.contains("'shape' in npy header of") && msg.contains("= [1, -1, 1]")
+        && msg.contains("every dimension must be a non-negative integer"), msg);
+    Path list = RawFiles.npy(dir.resolve("str.npy"), 1, "{'descr': '<f4', 'fortran_order': False, 'shape': '(1, 1)', }",
+        RawFiles.f32(1));
+    msg = message(() -> Npy.readPair(list));
+    assertTrue(msg.contains("= (1, 1):") && msg.contains("must be a tuple of integers"), msg);
+    Path extra = RawFiles.npy(dir.resolve("extra.npy"), 1,
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (1, 1, 1), 'order': 'C', }", RawFiles.f32(1));
+    msg = message(() -> Npy.readPair(extra));
+    assertTrue(msg.contains("'order': 'C'") && msg.contains("unexpected [order]"), msg);
+  }
+
+  @Test
   void maskValueNotZeroOrOne() throws IOException {
     Path u1 = RawFiles.npy(dir.resolve("m2.npy"), "|u1", "(1, 2, 2)", RawFiles.u8(1, 1, 2, 0));
     String msg = message(() -> Npy.readMask(u1, 1, 2));

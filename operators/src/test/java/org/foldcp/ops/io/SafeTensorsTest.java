@@ -299,6 +299,82 @@ class SafeTensorsTest {
   }
 
   @Test
+  void headerNestedTooDeepIsRefusedNotAStackOverflow() throws IOException {
+    // found by SafeTensorsFuzzTest: 100,000 '[' overflowed the recursive parser's stack
+    String deep = "[".repeat(100_000) + "]".repeat(100_000);
+    Path f = RawFiles.safetensors(dir.resolve("deep.safetensors"), deep, new byte[0]);
+    String msg = message(() -> SafeTensors.keys(f));
+    assertTrue(msg.contains("header of ") && msg.contains("not parseable as JSON")
+        && msg.contains("nesting deeper than 64 levels"), msg);
+    assertTrue(msg.length() < 1000, "the value is shown as an excerpt: " + msg.length() + " characters");
+  }
+
+  @Test
+  void headerNotUtf8NotAnObjectOrWithBadMetadata() throws IOException {
+    byte[] latin1 = "{\"w\u00e9\":{}}".getBytes(StandardCharsets.ISO_8859_1);
+    ByteBuffer b = ByteBuffer.allocate(8 + latin1.length).order(ByteOrder.LITTLE_ENDIAN).putLong(latin1.length).put(latin1);
+    Path notUtf8 = Files.write(dir.resolve("latin1.safetensors"), b.array());
+    String msg = message(() -> SafeTensors.keys(notUtf8));
+    assertTrue(msg.contains("= (" + latin1.length + " bytes)") && msg.contains("the JSON header must be UTF-8"), msg);
+    Path array = RawFiles.safetensors(dir.resolve("array.safetensors"), "[1, 2]", new byte[0]);
+    msg = message(() -> SafeTensors.keys(array));
+    assertTrue(msg.contains("= '[1, 2]'") && msg.contains("must be a JSON object {name:"), msg);
+    Path meta = RawFiles.safetensors(dir.resolve("meta.safetensors"), "{\"__metadata__\":{\"format\":7}}", new byte[0]);
+    msg = message(() -> SafeTensors.metadata(meta));
+    assertTrue(msg.contains("\"__metadata__\" entry 'format'") && msg.contains("= 7:")
+        && msg.contains("must be a JSON object of string values"), msg);
+  }
+
+  @Test
+  void headerEntryWithNonStringDtypeNegativeShapeOrThreeOffsets() throws IOException {
+    Path dtype = RawFiles.safetensors(dir.resolve("dt.safetensors"),
+        "{\"w\":{\"dtype\":32,\"shape\":[1],\"data_offsets\":[0,4]}}", new byte[4]);
+    String msg = message(() -> SafeTensors.keys(dtype));
+    assertTrue(msg.startsWith("\"dtype\" of header entry 'w'") && msg.contains("= 32:")
+        && msg.contains("must be {\"dtype\": str"), msg);
+    Path negative = RawFiles.safetensors(dir.resolve("neg.safetensors"),
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", new byte[4]);
+    msg = message(() -> SafeTensors.keys(negative));
+    assertTrue(msg.contains("\"shape\" of header entry 'w'") && msg.contains("= [-1]")
+        && msg.contains("with non-negative integers"), msg);
+    Path three = RawFiles.safetensors(dir.resolve("three.safetensors"),
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4,8]}}", new byte[4]);
+    msg = message(() -> SafeTensors.keys(three));
+    assertTrue(msg.contains("\"data_offsets\" of header entry 'w'") && msg.contains("= [0, 4, 8]")
+        && msg.contains("[begin, end]"), msg);
+  }
+
+  @Test
+  void offsetsInReverseOrder() throws IOException {
+    Path f = RawFiles.safetensors(dir.resolve("rev.safetensors"),
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", new byte[4]);
+    String msg = message(() -> SafeTensors.readAll(f));
+    assertTrue(msg.contains("data_offsets of 'w'") && msg.contains("= [4, 0]") && msg.contains("end - begin (-4 bytes)"),
+        msg);
+  }
+
+  @Test
+  void aShapeOf2To40ElementsIsRefusedBeforeAnythingIsAllocated() throws IOException {
+    // 2^40 float32 values would be 4 TiB; the offsets (and the file) hold 16 bytes
+    Path f = RawFiles.safetensors(dir.resolve("huge.safetensors"),
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1048576,1048576],\"data_offsets\":[0,16]}}", new byte[16]);
+    String msg = message(() -> SafeTensors.readAll(f));
+    assertTrue(msg.contains("data_offsets of 'w'") && msg.contains("= [0, 16]")
+        && msg.contains("numel * itemsize = 1099511627776 * 4 = 4398046511104 bytes for shape [1048576, 1048576]"), msg);
+    // offsets that agree with the claim are refused against the file's size, still before allocating
+    Path agreeing = RawFiles.safetensors(dir.resolve("agreeing.safetensors"),
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[1048576,1048576],\"data_offsets\":[0,4398046511104]}}", new byte[16]);
+    msg = message(() -> SafeTensors.readAll(agreeing));
+    assertTrue(msg.contains("= [0, 4398046511104]") && msg.contains("must lie inside the data buffer of 16 bytes"), msg);
+    // and a product beyond 64 bits is named as such, not as a wrapped or saturated number
+    Path overflow = RawFiles.safetensors(dir.resolve("overflow.safetensors"),
+        "{\"w\":{\"dtype\":\"F32\",\"shape\":[4294967296,4294967296],\"data_offsets\":[0,16]}}", new byte[16]);
+    msg = message(() -> SafeTensors.readAll(overflow));
+    assertTrue(msg.contains("must equal numel * itemsize, more than 2^63 - 1 bytes for shape [4294967296, 4294967296]"),
+        msg);
+  }
+
+  @Test
   void badWriteDtypeAndOverflow() {
     Map<String, WeightTensor> t = Map.of("w", new WeightTensor("w", new long[] {2}, new float[] {1f, 70000f}));
     Path f = dir.resolve("w.safetensors");

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.ByteArrayInputStream;
@@ -395,7 +396,29 @@ class LayerWeightsTest {
   }
 
   @Test
+  void weightTensorRejectsAShapeWhoseProductOverflows() {
+    // 2^32 * 2^32 wraps to 0 in a long: the empty array must not pass for 2^64 values
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> new WeightTensor("w", new long[] {1L << 32, 1L << 32}, new float[0]));
+    assertTrue(e.getMessage().startsWith("shape of 'w' = [4294967296, 4294967296]: the element count overflows 64 bits"),
+        e.getMessage());
+    assertEquals(0, new WeightTensor("z", new long[] {1L << 62, 1L << 62, 0}, new float[0]).values().length,
+        "a zero dimension makes the product zero");
+  }
+
+  @Test
+  void weightTensorOfManyDimensionsIsCheckedInLinearTime() {
+    // found by SafeTensorsFuzzTest: a header shape of 5,000 ones cost 250 MB of garbage, one
+    // Arrays.toString(shape) per dimension; 10^6 ones would have run for hours
+    long[] ones = new long[1_000_000];
+    java.util.Arrays.fill(ones, 1);
+    assertTimeoutPreemptively(java.time.Duration.ofSeconds(10), () -> new WeightTensor("w", ones, new float[1]));
+  }
+
+  @Test
   void weightTensorRejectsNegativeDimensions() {
-    assertThrows(IllegalArgumentException.class, () -> new WeightTensor("x", new long[] {-2, -4}, new float[8]));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> new WeightTensor("x", new long[] {-2, -4}, new float[8]));
+    assertTrue(e.getMessage().startsWith("shape of 'x' = [-2, -4]: dimensions must be >= 0"), e.getMessage());
   }
 }

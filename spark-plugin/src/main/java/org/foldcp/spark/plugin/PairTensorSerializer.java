@@ -5,6 +5,7 @@ import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
+import java.util.Arrays;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
@@ -49,9 +50,15 @@ final class PairTensorSerializer extends Serializer<PairTensor> {
         || rowLength > Integer.MAX_VALUE - 8) {
       throw new KryoException("corrupt PairTensor header: shape (" + batch + ", " + rows + ", " + cols + ", " + dim + ")");
     }
-    short[][] data = new short[(int) rowCount][];
-    for (int r = 0; r < data.length; r++) {
-      data[r] = input.readShorts((int) rowLength);
+    // Nor may a header that passes ask for more than the stream holds: Kryo's readShorts(n)
+    // allocates n shorts before it finds the stream short, so rows (and long rows) are read in
+    // bounded pieces into arrays that grow only as data actually arrives.
+    short[][] data = new short[(int) Math.min(rowCount, ROWS_AHEAD)][];
+    for (int r = 0; r < rowCount; r++) {
+      if (r == data.length) {
+        data = Arrays.copyOf(data, (int) Math.min(rowCount, 2L * data.length));
+      }
+      data[r] = readShorts(input, (int) rowLength);
     }
     byte[][] mask = null;
     if (input.readBoolean()) {
@@ -62,5 +69,29 @@ final class PairTensorSerializer extends Serializer<PairTensor> {
     }
     // wrap re-checks row lengths and that mask values are 0 or 1.
     return PairTensor.wrap(batch, rows, cols, dim, data, mask);
+  }
+
+  /** Rows allocated ahead of the data; more are added (doubling) as rows arrive. */
+  private static final int ROWS_AHEAD = 1024;
+  /** Shorts read at a time from a long row. */
+  private static final int CHUNK = 1 << 16;
+
+  /** {@code n} shorts, allocating in step with what the stream delivers (at most twice that). */
+  private static short[] readShorts(Input input, int n) {
+    if (n <= CHUNK) {
+      return input.readShorts(n);
+    }
+    short[] out = new short[CHUNK];
+    int filled = 0;
+    while (filled < n) {
+      int k = Math.min(CHUNK, n - filled);
+      if (filled + k > out.length) {
+        out = Arrays.copyOf(out, (int) Math.min(n, 2L * out.length));
+      }
+      short[] piece = input.readShorts(k);
+      System.arraycopy(piece, 0, out, filled, k);
+      filled += k;
+    }
+    return out;
   }
 }

@@ -1,6 +1,7 @@
 package org.foldcp.spark.plugin;
 
 import com.esotericsoftware.kryo.Kryo;
+import com.esotericsoftware.kryo.KryoException;
 import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
@@ -37,7 +38,12 @@ final class RouteSerializers {
       int n = input.readVarInt(true);
       int row0 = input.readVarInt(true);
       int col0 = input.readVarInt(true);
-      return new TileRecord(id, n, row0, col0, kryo.readObject(input, PairTensor.class));
+      PairTensor tile = kryo.readObject(input, PairTensor.class);
+      // write never sends nulls: a null here is a corrupt stream, not a NullPointerException later
+      if (id == null || tile == null) {
+        throw new KryoException("corrupt TileRecord: null " + (id == null ? "complex id" : "tile"));
+      }
+      return new TileRecord(id, n, row0, col0, tile);
     }
   }
 

@@ -102,7 +102,7 @@ public final class FoldCp {
     CpGrid whole = CpGrid.oneD(1); // one rank whose layout tile is the whole complex
     List<TileRecord> pieces = new ArrayList<>();
     for (Row row : tiles) {
-      if (complexId.equals(row.getString(0))) {
+      if (complexId.equals(PairTiles.complexId(row))) {
         for (Tuple2<TileKey, TileRecord> p : Retiling.pieces(TileRecord.fromRow(row), whole)) {
           pieces.add(p._2());
         }

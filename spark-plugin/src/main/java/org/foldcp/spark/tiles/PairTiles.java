@@ -51,17 +51,20 @@ public final class PairTiles {
     return RowFactory.create(complexId, nTokens, row0, col0, rows, cols, d, buf.array(), mask);
   }
 
-  /** The tile of a row as a (1, rows, cols, dim) block; checks the sizes against the header. */
+  /**
+   * The tile of a row as a (1, rows, cols, dim) block; checks every field against SCHEMA (present,
+   * of its type, null only for the mask) and the sizes against the header, before allocating.
+   */
   public static PairTensor fromRow(Row row) {
-    String id = row.getString(0);
-    int rows = row.getInt(4);
-    int cols = row.getInt(5);
-    int d = row.getInt(6);
-    byte[] pair = (byte[]) row.get(7);
-    byte[] mask = row.isNullAt(8) ? null : (byte[]) row.get(8);
+    String id = complexId(row);
+    int rows = intField(row, 4);
+    int cols = intField(row, 5);
+    int d = intField(row, 6);
+    byte[] pair = (byte[]) field(row, 7, byte[].class);
+    byte[] mask = (byte[]) field(row, 8, byte[].class);
     long want = 2L * rows * cols * d;
-    InvalidInputException.require(pair != null && pair.length == want, "pair bytes of complex '" + id + "'",
-        pair == null ? "null" : pair.length, "must be 2 * rows * cols * dim = " + want + " (bf16)");
+    InvalidInputException.require(pair.length == want, "pair bytes of complex '" + id + "'", pair.length,
+        "must be 2 * rows * cols * dim = 2 * " + rows + " * " + cols + " * " + d + " = " + want + " (bf16)");
     PairTensor t = PairTensor.zeros(1, rows, cols, d);
     ByteBuffer buf = ByteBuffer.wrap(pair).order(ByteOrder.LITTLE_ENDIAN);
     for (int i = 0; i < rows; i++) {
@@ -69,7 +72,7 @@ public final class PairTiles {
     }
     if (mask != null) {
       InvalidInputException.require(mask.length == rows * cols, "mask bytes of complex '" + id + "'", mask.length,
-          "must be rows * cols = " + (rows * cols) + " (one uint8 per position)");
+          "must be rows * cols = " + rows + " * " + cols + " = " + (rows * cols) + " (one uint8 per position)");
       byte[][] m = new byte[rows][cols];
       for (int i = 0; i < rows; i++) {
         System.arraycopy(mask, i * cols, m[i], 0, cols);
@@ -77,6 +80,41 @@ public final class PairTiles {
       t.setMask(m);
     }
     return t;
+  }
+
+  /** The complex_id of a tile row, checked (see {@link #field}). */
+  public static String complexId(Row row) {
+    return (String) field(row, 0, String.class);
+  }
+
+  /** INT field {@code f} of a tile row, checked (see {@link #field}). */
+  static int intField(Row row, int f) {
+    return (Integer) field(row, f, Integer.class);
+  }
+
+  /**
+   * Field {@code f} of a tile row: the row must have the columns of SCHEMA in its order, and the
+   * field the Java type Spark gives SCHEMA's type, and no null unless SCHEMA allows it (only
+   * mask). Rows built by hand or collected from a DataFrame of another schema fail here with the
+   * column's name instead of a NullPointerException or ClassCastException later.
+   */
+  private static Object field(Row row, int f, Class<?> type) {
+    InvalidInputException.require(row.size() >= SCHEMA.size(), "column count of a tile row", row.size(),
+        "a tile row has the " + SCHEMA.size() + " columns of PairTiles.SCHEMA " + SCHEMA.simpleString());
+    StructField column = SCHEMA.fields()[f];
+    Object v = row.get(f);
+    if (v == null) {
+      InvalidInputException.require(column.nullable(), "column '" + column.name() + "' of a tile row", "null",
+          "only the mask of a tile may be null");
+      return null;
+    }
+    if (!type.isInstance(v)) {
+      String shown = String.valueOf(v);
+      throw InvalidInputException.of("column '" + column.name() + "' of a tile row",
+          v.getClass().getSimpleName() + " " + (shown.length() > 40 ? shown.substring(0, 40) + "..." : shown),
+          "must be of type " + column.dataType().simpleString() + " (PairTiles.SCHEMA)");
+    }
+    return v;
   }
 
   /** Checks that a record holds a whole complex (the tile (0, 0, N, N)), as the cp = 1 route needs. */

@@ -53,23 +53,32 @@ public final class Retiling {
    * covered twice or not at all, or when pieces disagree on N or D.
    */
   public static TileRecord assemble(TileKey key, Iterable<TileRecord> pieces, CpGrid grid) {
-    PairTensor tile = null;
-    TileBounds t = null;
-    int n = -1;
-    int d = -1;
-    int[][] cover = null;
-    for (TileRecord p : pieces) {
-      if (tile == null) {
-        n = p.nTokens;
-        d = p.dim();
-        t = layout(p, grid).tile(key.rank);
-        tile = PairTensor.zeros(1, t.rows, t.cols, d);
-        cover = new int[t.rows][t.cols];
-      }
+    List<TileRecord> all = new ArrayList<>();
+    pieces.forEach(all::add);
+    if (all.isEmpty()) {
+      throw new IllegalStateException("no pieces for " + key);
+    }
+    int n = all.get(0).nTokens;
+    int d = all.get(0).dim();
+    long area = 0;
+    for (TileRecord p : all) {
       InvalidInputException.require(p.nTokens == n, "n_tokens of a tile of complex '" + key.complexId + "'", p.nTokens,
           "every tile of a complex must give the same n_tokens (" + n + ")");
       InvalidInputException.require(p.dim() == d, "dim of a tile of complex '" + key.complexId + "'", p.dim(),
           "every tile of a complex must give the same dim (" + d + ")");
+      area += (long) p.tile.rows() * p.tile.cols();
+    }
+    TileBounds t = layout(all.get(0), grid).tile(key.rank);
+    // n_tokens sizes the layout tile: a tile claiming a huge N must not allocate N x N x D first.
+    // Pieces of less area than the real positions of the layout tile leave one uncovered.
+    long realRows = Math.max(0, Math.min(t.rows, (long) n - t.row0));
+    long realCols = Math.max(0, Math.min(t.cols, (long) n - t.col0));
+    if (area < realRows * realCols) {
+      throw missing(firstUncovered(all, t, n), key.complexId, n);
+    }
+    PairTensor tile = PairTensor.zeros(1, t.rows, t.cols, d);
+    int[][] cover = new int[t.rows][t.cols];
+    for (TileRecord p : all) {
       for (int i = 0; i < p.tile.rows(); i++) {
         int li = p.row0 + i - t.row0;
         System.arraycopy(p.tile.row(0, i), 0, tile.row(0, li), (p.col0 - t.col0) * d, p.tile.cols() * d);
@@ -85,16 +94,12 @@ public final class Retiling {
         }
       }
     }
-    if (tile == null) {
-      throw new IllegalStateException("no pieces for " + key);
-    }
     boolean padded = false;
     for (int i = 0; i < t.rows; i++) {
       for (int j = 0; j < t.cols; j++) {
         boolean real = t.row0 + i < n && t.col0 + j < n;
         if (real && cover[i][j] == 0) {
-          throw InvalidInputException.of("pair position (" + (t.row0 + i) + ", " + (t.col0 + j) + ") of complex '"
-              + key.complexId + "'", "missing", "the tiles of a complex must cover its whole N x N grid (N = " + n + ")");
+          throw missing(new int[] {t.row0 + i, t.col0 + j}, key.complexId, n);
         }
         if (!real) {
           tile.setValid(0, i, j, false);
@@ -120,6 +125,43 @@ public final class Retiling {
     }
     return new TileRecord(layoutTile.complexId, layoutTile.nTokens, layoutTile.row0, layoutTile.col0,
         layoutTile.tile.window(0, 0, rows, cols));
+  }
+
+  private static InvalidInputException missing(int[] position, String complexId, int n) {
+    return InvalidInputException.of("pair position (" + position[0] + ", " + position[1] + ") of complex '"
+        + complexId + "'", "missing", "the tiles of a complex must cover its whole N x N grid (N = " + n + ")");
+  }
+
+  /**
+   * The first real position of layout tile {@code t} (row-major) that no piece covers, found
+   * without allocating the tile: row by row, the pieces' column ranges are merged. Called only
+   * when the pieces' area is short of the tile's, so a gap exists, and every row before it is
+   * covered whole: the rows scanned are bounded by the pieces' area.
+   */
+  private static int[] firstUncovered(List<TileRecord> pieces, TileBounds t, int n) {
+    int rowEnd = (int) Math.min((long) t.row0 + t.rows, n);
+    int colEnd = (int) Math.min((long) t.col0 + t.cols, n);
+    List<int[]> spans = new ArrayList<>();
+    for (int i = t.row0; i < rowEnd; i++) {
+      spans.clear();
+      for (TileRecord p : pieces) {
+        if (i >= p.row0 && i - p.row0 < p.tile.rows()) {
+          spans.add(new int[] {p.col0, p.col0 + p.tile.cols()});
+        }
+      }
+      spans.sort((a, b) -> Integer.compare(a[0], b[0]));
+      int next = t.col0;
+      for (int[] s : spans) {
+        if (s[0] > next) {
+          break;
+        }
+        next = Math.max(next, s[1]);
+      }
+      if (next < colEnd) {
+        return new int[] {i, next};
+      }
+    }
+    throw new IllegalStateException("pieces of area below the tile's cover it: overlapping pieces outside " + t);
   }
 
   private static void checkInside(TileRecord r) {

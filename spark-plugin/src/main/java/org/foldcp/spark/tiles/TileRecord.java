@@ -26,8 +26,11 @@ public final class TileRecord implements Serializable {
     this.tile = Objects.requireNonNull(tile, "tile");
   }
 
+  /** Decodes a row of {@link PairTiles#SCHEMA}; every field is checked (see {@link PairTiles#fromRow}). */
   public static TileRecord fromRow(Row row) {
-    return new TileRecord(row.getString(0), row.getInt(1), row.getInt(2), row.getInt(3), PairTiles.fromRow(row));
+    PairTensor tile = PairTiles.fromRow(row);
+    return new TileRecord(PairTiles.complexId(row), PairTiles.intField(row, 1), PairTiles.intField(row, 2),
+        PairTiles.intField(row, 3), tile);
   }
 
   public Row toRow() {

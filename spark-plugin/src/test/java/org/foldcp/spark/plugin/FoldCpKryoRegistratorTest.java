@@ -7,7 +7,10 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.esotericsoftware.kryo.Kryo;
 import com.esotericsoftware.kryo.KryoException;
+import com.esotericsoftware.kryo.io.Input;
+import com.esotericsoftware.kryo.io.Output;
 import java.io.Serializable;
 import java.nio.ByteBuffer;
 import org.apache.spark.SparkConf;
@@ -25,6 +28,7 @@ import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.layer.TriMulSpec;
 import org.foldcp.ops.layer.WeightTensor;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.tiles.TileRecord;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -192,6 +196,48 @@ class FoldCpKryoRegistratorTest {
     InvalidInputException e = assertThrows(InvalidInputException.class,
         () -> ser.deserialize(ByteBuffer.wrap(b), tag(PairTensor.class)));
     assertTrue(e.getMessage().contains("mask values must be 0 (masked) or 1 (valid)"), e.getMessage());
+  }
+
+  @Test
+  void aPairTensorShapeBeyondTheStreamIsRefusedBeforeAllocating() {
+    // found by KryoTileFuzzTest: shape varints claiming 2^30 values (or 2^30 rows) in a stream of
+    // a few bytes made the serializer allocate gigabytes (readShorts(n) allocates n first)
+    Kryo kryo = new KryoSerializer(new SparkConf(false)
+        .set("spark.kryo.registrator", FoldCpKryoRegistrator.class.getName())).newKryo();
+    kryo.setReferences(false);
+    com.sun.management.ThreadMXBean mx = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory
+        .getThreadMXBean();
+    for (int[] shape : new int[][] {{1, 1, 1 << 15, 1 << 15}, {1 << 15, 1 << 15, 1, 1}}) {
+      Output out = new Output(64);
+      for (int s : shape) {
+        out.writeVarInt(s, true);
+      }
+      out.writeShorts(new short[] {1, 2, 3});
+      byte[] stream = out.toBytes();
+      long before = mx.getCurrentThreadAllocatedBytes();
+      KryoException e = assertThrows(KryoException.class,
+          () -> kryo.readObject(new Input(stream), PairTensor.class));
+      long allocated = mx.getCurrentThreadAllocatedBytes() - before;
+      assertTrue(e.getMessage().contains("Buffer underflow"), e.getMessage());
+      assertTrue(allocated < (16 << 20), java.util.Arrays.toString(shape) + " allocated " + allocated + " bytes");
+    }
+  }
+
+  @Test
+  void aTileRecordWithoutComplexIdIsACorruptStream() {
+    Kryo kryo = new KryoSerializer(new SparkConf(false)
+        .set("spark.kryo.registrator", FoldCpKryoRegistrator.class.getName())).newKryo();
+    kryo.setReferences(false);
+    Output out = new Output(256);
+    out.writeString(null);
+    out.writeVarInt(2, true);
+    out.writeVarInt(0, true);
+    out.writeVarInt(0, true);
+    kryo.writeObject(out, PairTensor.random(1, 2, 1, 1L, 0));
+    byte[] stream = out.toBytes();
+    KryoException e = assertThrows(KryoException.class,
+        () -> kryo.readObject(new Input(stream), TileRecord.class));
+    assertTrue(e.getMessage().contains("corrupt TileRecord: null complex id"), e.getMessage());
   }
 
   @Test
