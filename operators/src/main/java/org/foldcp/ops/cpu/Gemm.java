@@ -11,9 +11,9 @@ import java.util.Arrays;
  * and A into panels of {@code mr} rows, both k-major and zero-padded to whole panels, in blocks
  * that stay in L2 ({@link #KC} x {@link #NC} of B, {@link #MC} x {@link #KC} of A); a micro-kernel
  * then keeps an mr x nr tile of C in registers for the whole k-block, reading one broadcast of A
- * and nr/L vectors of B per k. The micro-kernel is {@link VectorKernel} (jdk.incubator.vector,
+ * and nr/L vectors of B per k. The micro-kernel is {@link VectorSimd} (jdk.incubator.vector,
  * explicit FMA) when the JVM was started with {@code --add-modules jdk.incubator.vector}, else
- * {@link ScalarKernel}; the choice is made once per JVM ({@link #kernelName()} says which).
+ * {@link Simd.Scalar}; the choice is made once per JVM ({@link #kernelName()} says which).
  *
  * <p>Arithmetic, the same in both kernels: every element of C starts from 0 (or from C when
  * accumulating) and takes one fused multiply-add per k, {@code c = fma(a_ik, b_kj, c)}, in
@@ -26,18 +26,16 @@ import java.util.Arrays;
  * <p>Not thread-safe: one instance per thread (it owns its packing workspace).
  */
 public final class Gemm {
-  /** k-block: an A panel (MR x KC) and a B panel (KC x nr) stay in L1 together. */
+  /** k-block: an A panel (mr x KC) and a B panel (KC x nr) stay in L1 together. */
   static final int KC = 256;
   /** Rows of A packed at once (a multiple of every kernel's mr): MC x KC floats, 96 KiB, in L2. */
   static final int MC = 96;
   /** Columns of B packed at once: KC x NC floats, 256 KiB, in L2. */
   static final int NC = 256;
 
-  /** Whether this JVM has jdk.incubator.vector: decided once, at class initialization. */
-  private static final boolean VECTOR = Kernel.vectorUsable();
   private static final ThreadLocal<Gemm> PER_THREAD = ThreadLocal.withInitial(Gemm::new);
 
-  private final Kernel kernel;
+  private final Simd kernel;
   private final int mr;
   private final int nr;
   private final float[] aPack = new float[MC * KC];
@@ -51,15 +49,15 @@ public final class Gemm {
 
   /** Which micro-kernel this JVM uses, e.g. "jdk.incubator.vector, 256-bit, 6x16". */
   public static String kernelName() {
-    return Kernel.create().describe();
+    return Simd.create().describe();
   }
 
   public Gemm() {
-    this(Kernel.create());
+    this(Simd.create());
   }
 
   /** With a given micro-kernel (tests compare the two). */
-  Gemm(Kernel kernel) {
+  Gemm(Simd kernel) {
     this.kernel = kernel;
     this.mr = kernel.mr();
     this.nr = kernel.nr();
@@ -138,14 +136,14 @@ public final class Gemm {
               int aOff = ir * kb;
               int row = cRow0 + ic + ir;
               if (mb == mr && nb == nr) {
-                kernel.tile(kb, aPack, aOff, bPack, bOff, c, row, col, add);
+                kernel.gemmTile(kb, aPack, aOff, bPack, bOff, c, row, col, add);
               } else {
                 if (add) {
                   for (int i = 0; i < mb; i++) {
                     System.arraycopy(c[row + i], col, edge[i], 0, nb);
                   }
                 }
-                kernel.tile(kb, aPack, aOff, bPack, bOff, edge, 0, 0, add);
+                kernel.gemmTile(kb, aPack, aOff, bPack, bOff, edge, 0, 0, add);
                 for (int i = 0; i < mb; i++) {
                   System.arraycopy(edge[i], 0, c[row + i], col, nb);
                 }
@@ -195,103 +193,6 @@ public final class Gemm {
         if (cols < w) {
           Arrays.fill(pack, base + p * w + cols, base + p * w + w, 0f);
         }
-      }
-    }
-  }
-
-  /**
-   * The micro-kernel: C[row+i][col+j] = (add ? C[row+i][col+j] : 0) followed by
-   * {@code fma(a[aOff + p*mr + i], b[bOff + p*nr + j], .)} for p = 0..kb-1 in order, for the
-   * whole mr x nr tile (rows row..row+mr-1 of c must exist and hold col+nr values).
-   */
-  abstract static class Kernel {
-    abstract int mr();
-
-    abstract int nr();
-
-    abstract String describe();
-
-    abstract void tile(int kb, float[] a, int aOff, float[] b, int bOff, float[][] c, int row, int col, boolean add);
-
-    /** A new kernel: the vector one where this JVM has jdk.incubator.vector, else the scalar one. */
-    static Kernel create() {
-      return VECTOR ? VectorKernel.create() : new ScalarKernel();
-    }
-
-    static boolean vectorUsable() {
-      if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
-        System.getLogger(Gemm.class.getName()).log(System.Logger.Level.WARNING,
-            "fold-cp CPU GEMM: this JVM lacks --add-modules=jdk.incubator.vector (conf/spark-jvm.opts has it), "
-                + "so it runs the plain-Java kernel: same results, about 3x slower");
-        return false;
-      }
-      try {
-        return VectorKernel.create() != null;
-      } catch (LinkageError e) {
-        return false;
-      }
-    }
-  }
-
-  /**
-   * The fallback kernel (a JVM without {@code --add-modules jdk.incubator.vector}): plain Java, a
-   * 4 x 64 tile in four row buffers updated by AXPYs with {@link Math#fma}, which C2
-   * auto-vectorizes only when every array in the loop has the same index (hence the copy of each
-   * B row). Same operations in the same order as {@link VectorKernel}, so the same bits, at about
-   * a third of its speed. Owns its buffers: one per Gemm.
-   */
-  static final class ScalarKernel extends Kernel {
-    private static final int MR = 4;
-    private static final int NR = 64;
-    private final float[] c0 = new float[NR];
-    private final float[] c1 = new float[NR];
-    private final float[] c2 = new float[NR];
-    private final float[] c3 = new float[NR];
-    private final float[] y = new float[NR];
-
-    @Override
-    int mr() {
-      return MR;
-    }
-
-    @Override
-    int nr() {
-      return NR;
-    }
-
-    @Override
-    String describe() {
-      return "plain Java Math.fma, " + MR + "x" + NR + " (this JVM lacks --add-modules jdk.incubator.vector)";
-    }
-
-    @Override
-    void tile(int kb, float[] a, int aOff, float[] b, int bOff, float[][] c, int row, int col, boolean add) {
-      float[][] acc = {c0, c1, c2, c3};
-      for (int i = 0; i < MR; i++) {
-        if (add) {
-          System.arraycopy(c[row + i], col, acc[i], 0, NR);
-        } else {
-          Arrays.fill(acc[i], 0f);
-        }
-      }
-      for (int p = 0; p < kb; p++) {
-        int ai = aOff + MR * p;
-        System.arraycopy(b, bOff + NR * p, y, 0, NR);
-        axpy4(a[ai], a[ai + 1], a[ai + 2], a[ai + 3], y, c0, c1, c2, c3);
-      }
-      for (int i = 0; i < MR; i++) {
-        System.arraycopy(acc[i], 0, c[row + i], col, NR);
-      }
-    }
-
-    private static void axpy4(float x0, float x1, float x2, float x3, float[] y,
-                              float[] r0, float[] r1, float[] r2, float[] r3) {
-      for (int j = 0; j < NR; j++) {
-        float v = y[j];
-        r0[j] = Math.fma(x0, v, r0[j]);
-        r1[j] = Math.fma(x1, v, r1[j]);
-        r2[j] = Math.fma(x2, v, r2[j]);
-        r3[j] = Math.fma(x3, v, r3[j]);
       }
     }
   }

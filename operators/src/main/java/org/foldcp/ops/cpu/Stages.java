@@ -7,6 +7,8 @@ import org.foldcp.ops.tensor.PairTensor;
  * The per-row building blocks of a TriMul layer on the CPU. Each works on one row of a pair
  * block (a whole tensor or a CP tile), so the single-rank backend and every context-parallel
  * route run the very same arithmetic and differ only in where a and b go and where z comes from.
+ * The gates use {@link Simd#sigmoid(float)} (fp32, ~1e-7 relative error), whose value does not
+ * depend on an element's position either.
  */
 public final class Stages {
   private Stages() {}
@@ -32,6 +34,9 @@ public final class Stages {
     final float[][] lz;
     final float[][] po;
     final float[][] go;
+    /** Row views for the one projection GEMM of a row: weight rows in, [pa; ga; pb; gb] rows out. */
+    final float[][] projW;
+    final float[][] projOut;
     /** z of one row, token-major [j][c], filled by whoever brings z (local gather or reshard). */
     public final float[][] zt;
     private final int cols;
@@ -63,6 +68,8 @@ public final class Stages {
       lz = new float[cols][dim];
       po = new float[cols][dim];
       go = new float[cols][dim];
+      projW = new float[4 * channels][];
+      projOut = new float[4 * channels][];
     }
   }
 
@@ -90,10 +97,6 @@ public final class Stages {
     }
   }
 
-  static float sigmoid(float v) {
-    return (float) (1.0 / (1.0 + Math.exp(-v)));
-  }
-
   /**
    * LN_in, projection and gating of row {@code i} of batch {@code b} of {@code x}, for channels
    * [c0, c1): a = sigmoid(xn g_in^T) * (xn p_in^T) * m, and the same for b with rows D + c.
@@ -106,10 +109,19 @@ public final class Stages {
     layerNormRow(x.row(b, i), cols, d, l.normInW, l.normInB, l.eps, s.xn);
     // Transposed form (channels x tokens): each output row is one channel across the tile row,
     // which is exactly the channel-major order the triangle product wants.
-    gemm.nt(cc, cols, d, l.pIn, c0, 0, s.xn, 0, 0, s.pa, 0, 0, false);
-    gemm.nt(cc, cols, d, l.gIn, c0, 0, s.xn, 0, 0, s.ga, 0, 0, false);
-    gemm.nt(cc, cols, d, l.pIn, d + c0, 0, s.xn, 0, 0, s.pb, 0, 0, false);
-    gemm.nt(cc, cols, d, l.gIn, d + c0, 0, s.xn, 0, 0, s.gb, 0, 0, false);
+    // The four projections (p and g of a, p and g of b) share xn: one GEMM over row views of the
+    // weights and of the outputs, so xn is packed once; each element is computed as by four calls.
+    for (int q = 0; q < cc; q++) {
+      s.projW[q] = l.pIn[c0 + q];
+      s.projW[cc + q] = l.gIn[c0 + q];
+      s.projW[2 * cc + q] = l.pIn[d + c0 + q];
+      s.projW[3 * cc + q] = l.gIn[d + c0 + q];
+      s.projOut[q] = s.pa[q];
+      s.projOut[cc + q] = s.ga[q];
+      s.projOut[2 * cc + q] = s.pb[q];
+      s.projOut[3 * cc + q] = s.gb[q];
+    }
+    gemm.nt(4 * cc, cols, d, s.projW, 0, 0, s.xn, 0, 0, s.projOut, 0, 0, false);
     byte[] m = x.maskRow(b, i);
     for (int q = 0; q < cc; q++) {
       int c = c0 + q;
@@ -122,12 +134,18 @@ public final class Stages {
       float bpb = l.pInB[d + c];
       float bgb = l.gInB[d + c];
       for (int j = 0; j < cols; j++) {
+        ga[j] += bga;
+        gb[j] += bgb;
+      }
+      Simd.sigmoidInPlace(ga, cols);
+      Simd.sigmoidInPlace(gb, cols);
+      for (int j = 0; j < cols; j++) {
         if (m != null && m[j] == 0) {
           pa[j] = 0f;
           pb[j] = 0f;
         } else {
-          pa[j] = sigmoid(ga[j] + bga) * (pa[j] + bpa);
-          pb[j] = sigmoid(gb[j] + bgb) * (pb[j] + bpb);
+          pa[j] = ga[j] * (pa[j] + bpa);
+          pb[j] = gb[j] * (pb[j] + bpb);
         }
       }
     }
@@ -170,7 +188,11 @@ public final class Stages {
       float[] go = s.go[j];
       int off = j * d;
       for (int c = 0; c < d; c++) {
-        float v = sigmoid(go[c] + l.gOutB[c]) * (po[c] + l.pOutB[c]);
+        go[c] += l.gOutB[c];
+      }
+      Simd.sigmoidInPlace(go, d);
+      for (int c = 0; c < d; c++) {
+        float v = go[c] * (po[c] + l.pOutB[c]);
         if (l.residual) {
           v += Bf16.toFloat(xRow[off + c]);
         }

@@ -98,7 +98,7 @@ class GemmTest {
     assertBitEqual(expect, c);
     // and the scalar fallback kernel does the same operations
     float[][] c2 = copy(before);
-    new Gemm(new Gemm.ScalarKernel()).nt(m, n, k, a, 0, 0, b, 0, 0, c2, 0, 0, accumulate);
+    new Gemm(new Simd.Scalar()).nt(m, n, k, a, 0, 0, b, 0, 0, c2, 0, 0, accumulate);
     assertBitEqual(expect, c2);
   }
 
@@ -178,7 +178,7 @@ class GemmTest {
     float[][] c1 = rand(r, m, n);
     float[][] c2 = copy(c1);
     new Gemm().tn(m, n, k, a, 0, 0, b, 0, 0, c1, 0, 0, true);
-    new Gemm(new Gemm.ScalarKernel()).tn(m, n, k, a, 0, 0, b, 0, 0, c2, 0, 0, true);
+    new Gemm(new Simd.Scalar()).tn(m, n, k, a, 0, 0, b, 0, 0, c2, 0, 0, true);
     assertBitEqual(c2, c1);
   }
 

@@ -1,26 +1,28 @@
 package org.foldcp.ops.cpu;
 
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorOperators;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * The GEMM micro-kernel on jdk.incubator.vector: a 6 x 2L tile of C (L = floats per vector of the
- * CPU's preferred width: 8 with AVX2, 16 with AVX-512) in twelve vector registers, one explicit
- * FMA per element and k. Loaded only where the module is present ({@link Gemm.Kernel#choose}); this
- * class must stay the only one that names jdk.incubator.vector, so that the rest of the backend
- * runs without it.
+ * The {@link Simd} operations on jdk.incubator.vector, at the CPU's preferred width (L = 8 floats
+ * with AVX2, 16 with AVX-512). The GEMM micro-kernel keeps a 6 x 2L tile of C in twelve vector
+ * registers, one explicit FMA per element and k; the sigmoid runs {@link Simd#sigmoid(float)}'s
+ * operations lane-wise (and that very method on the tail). Loaded only where the module is
+ * present ({@link Simd#create}); this class must stay the only one that names
+ * jdk.incubator.vector, so that the rest of the backend runs without it.
  */
-final class VectorKernel extends Gemm.Kernel {
+final class VectorSimd extends Simd {
   private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
   private static final int L = S.length();
   private static final int MR = 6;
   private static final int NR = 2 * L;
 
-  private VectorKernel() {}
+  private VectorSimd() {}
 
   /** The kernel, or null where a vector holds fewer than 2 floats (no SIMD worth the name). */
-  static Gemm.Kernel create() {
-    return L >= 2 ? new VectorKernel() : null;
+  static Simd create() {
+    return L >= 2 ? new VectorSimd() : null;
   }
 
   @Override
@@ -39,7 +41,7 @@ final class VectorKernel extends Gemm.Kernel {
   }
 
   @Override
-  void tile(int kb, float[] a, int aOff, float[] b, int bOff, float[][] c, int row, int col, boolean add) {
+  void gemmTile(int kb, float[] a, int aOff, float[] b, int bOff, float[][] c, int row, int col, boolean add) {
     float[] r0 = c[row];
     float[] r1 = c[row + 1];
     float[] r2 = c[row + 2];
@@ -122,5 +124,39 @@ final class VectorKernel extends Gemm.Kernel {
     c41.intoArray(r4, col + L);
     c50.intoArray(r5, col);
     c51.intoArray(r5, col + L);
+  }
+
+  @Override
+  void sigmoid(float[] x, int n) {
+    FloatVector one = FloatVector.broadcast(S, 1f);
+    FloatVector round = FloatVector.broadcast(S, ROUND);
+    FloatVector ln2Hi = FloatVector.broadcast(S, -LN2_HI);
+    FloatVector ln2Lo = FloatVector.broadcast(S, -LN2_LO);
+    FloatVector p0 = FloatVector.broadcast(S, P0);
+    FloatVector p1 = FloatVector.broadcast(S, P1);
+    FloatVector p2 = FloatVector.broadcast(S, P2);
+    FloatVector p3 = FloatVector.broadcast(S, P3);
+    FloatVector p4 = FloatVector.broadcast(S, P4);
+    FloatVector p5 = FloatVector.broadcast(S, P5);
+    int j = 0;
+    for (; j + L <= n; j += L) {
+      FloatVector t = FloatVector.fromArray(S, x, j).neg().max(EXP_MIN).min(EXP_MAX);
+      FloatVector k = t.fma(LOG2E, ROUND);
+      FloatVector nn = k.sub(round);
+      FloatVector r = nn.fma(ln2Hi, t);
+      r = nn.fma(ln2Lo, r);
+      FloatVector p = p0.fma(r, p1);
+      p = p.fma(r, p2);
+      p = p.fma(r, p3);
+      p = p.fma(r, p4);
+      p = p.fma(r, p5);
+      FloatVector e = p.fma(r.mul(r), r).add(one);
+      FloatVector scale = k.reinterpretAsInts().sub(ROUND_BITS - 127).lanewise(VectorOperators.LSHL, 23)
+          .reinterpretAsFloats();
+      one.div(one.add(e.mul(scale))).intoArray(x, j);
+    }
+    for (; j < n; j++) {
+      x[j] = Simd.sigmoid(x[j]);
+    }
   }
 }
