@@ -48,7 +48,9 @@ abstract class Simd {
    * |v| past 87 saturates to 0 or 1 (to within 1e-38).
    */
   static float sigmoid(float v) {
-    float t = Math.min(Math.max(-v, EXP_MIN), EXP_MAX);
+    float t = -v;
+    t = t < EXP_MIN ? EXP_MIN : t; // compare and select, not Math.max: NaN passes through
+    t = t > EXP_MAX ? EXP_MAX : t;
     float k = Math.fma(t, LOG2E, ROUND);
     float n = k - ROUND;
     float r = Math.fma(n, -LN2_HI, t);

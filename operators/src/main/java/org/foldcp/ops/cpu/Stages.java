@@ -37,6 +37,8 @@ public final class Stages {
     /** Row views for the one projection GEMM of a row: weight rows in, [pa; ga; pb; gb] rows out. */
     final float[][] projW;
     final float[][] projOut;
+    /** Row views of z for the local gather: zRows[c] = z[c][i]. */
+    final float[][] zRows;
     /** z of one row, token-major [j][c], filled by whoever brings z (local gather or reshard). */
     public final float[][] zt;
     private final int cols;
@@ -70,6 +72,7 @@ public final class Stages {
       go = new float[cols][dim];
       projW = new float[4 * channels][];
       projOut = new float[4 * channels][];
+      zRows = new float[dim][];
     }
   }
 
@@ -78,23 +81,88 @@ public final class Stages {
     for (int j = 0; j < cols; j++) {
       float[] out = xn[j];
       int off = j * dim;
-      float mean = 0f;
       for (int c = 0; c < dim; c++) {
-        float v = Bf16.toFloat(xRow[off + c]);
-        out[c] = v;
-        mean += v;
+        out[c] = Bf16.toFloat(xRow[off + c]);
       }
-      mean /= dim;
-      float var = 0f;
-      for (int c = 0; c < dim; c++) {
-        float d = out[c] - mean;
-        var += d * d;
-      }
-      float inv = (float) (1.0 / Math.sqrt(var / dim + eps));
-      for (int c = 0; c < dim; c++) {
-        out[c] = (out[c] - mean) * inv * w[c] + bias[c];
-      }
+      layerNorm(out, dim, w, bias, eps, out);
     }
+  }
+
+  /** out[c] = LayerNorm(v)[c] over v[0..dim) (out may be v). */
+  static void layerNorm(float[] v, int dim, float[] w, float[] bias, float eps, float[] out) {
+    float mean = sum8(v, dim) / dim;
+    float var = sumSquares8(v, dim, mean) / dim;
+    float inv = (float) (1.0 / Math.sqrt(var + eps));
+    for (int c = 0; c < dim; c++) {
+      out[c] = (v[c] - mean) * inv * w[c] + bias[c];
+    }
+  }
+
+  /**
+   * sum over c < n of v[c], in eight interleaved partial sums (c mod 8) added in a fixed tree:
+   * eight independent chains instead of one, in an order that depends only on c (never on where
+   * the token lies).
+   */
+  static float sum8(float[] v, int n) {
+    float s0 = 0f;
+    float s1 = 0f;
+    float s2 = 0f;
+    float s3 = 0f;
+    float s4 = 0f;
+    float s5 = 0f;
+    float s6 = 0f;
+    float s7 = 0f;
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+      s0 += v[c];
+      s1 += v[c + 1];
+      s2 += v[c + 2];
+      s3 += v[c + 3];
+      s4 += v[c + 4];
+      s5 += v[c + 5];
+      s6 += v[c + 6];
+      s7 += v[c + 7];
+    }
+    for (; c < n; c++) {
+      s0 += v[c];
+    }
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+  }
+
+  /** sum over c < n of (v[c] - center)^2, in the order of {@link #sum8}. */
+  static float sumSquares8(float[] v, int n, float center) {
+    float s0 = 0f;
+    float s1 = 0f;
+    float s2 = 0f;
+    float s3 = 0f;
+    float s4 = 0f;
+    float s5 = 0f;
+    float s6 = 0f;
+    float s7 = 0f;
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+      float d0 = v[c] - center;
+      float d1 = v[c + 1] - center;
+      float d2 = v[c + 2] - center;
+      float d3 = v[c + 3] - center;
+      float d4 = v[c + 4] - center;
+      float d5 = v[c + 5] - center;
+      float d6 = v[c + 6] - center;
+      float d7 = v[c + 7] - center;
+      s0 += d0 * d0;
+      s1 += d1 * d1;
+      s2 += d2 * d2;
+      s3 += d3 * d3;
+      s4 += d4 * d4;
+      s5 += d5 * d5;
+      s6 += d6 * d6;
+      s7 += d7 * d7;
+    }
+    for (; c < n; c++) {
+      float d = v[c] - center;
+      s0 += d * d;
+    }
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
   }
 
   /**
@@ -162,22 +230,7 @@ public final class Stages {
     int d = l.dim;
     short[] xRow = x.row(b, i);
     for (int j = 0; j < cols; j++) {
-      float[] zr = z[j];
-      float[] lz = s.lz[j];
-      float mean = 0f;
-      for (int c = 0; c < d; c++) {
-        mean += zr[c];
-      }
-      mean /= d;
-      float var = 0f;
-      for (int c = 0; c < d; c++) {
-        float dv = zr[c] - mean;
-        var += dv * dv;
-      }
-      float inv = (float) (1.0 / Math.sqrt(var / d + l.eps));
-      for (int c = 0; c < d; c++) {
-        lz[c] = (zr[c] - mean) * inv * l.normOutW[c] + l.normOutB[c];
-      }
+      layerNorm(z[j], d, l.normOutW, l.normOutB, l.eps, s.lz[j]);
     }
     layerNormRow(xRow, cols, d, l.normInW, l.normInB, l.eps, s.xn);
     gemm.nt(cols, d, d, s.lz, 0, 0, l.pOut, 0, 0, s.po, 0, 0, false);

@@ -140,7 +140,9 @@ final class VectorSimd extends Simd {
     FloatVector p5 = FloatVector.broadcast(S, P5);
     int j = 0;
     for (; j + L <= n; j += L) {
-      FloatVector t = FloatVector.fromArray(S, x, j).neg().max(EXP_MIN).min(EXP_MAX);
+      FloatVector t = FloatVector.fromArray(S, x, j).neg();
+      t = t.blend(EXP_MIN, t.compare(VectorOperators.LT, EXP_MIN));
+      t = t.blend(EXP_MAX, t.compare(VectorOperators.GT, EXP_MAX));
       FloatVector k = t.fma(LOG2E, ROUND);
       FloatVector nn = k.sub(round);
       FloatVector r = nn.fma(ln2Hi, t);
