@@ -47,7 +47,7 @@ public final class Gemm {
     return PER_THREAD.get();
   }
 
-  /** Which micro-kernel this JVM uses, e.g. "jdk.incubator.vector, 256-bit, 6x16". */
+  /** Which micro-kernel this JVM uses, e.g. "jdk.incubator.vector 256-bit, 6x16". */
   public static String kernelName() {
     return Simd.create().describe();
   }
