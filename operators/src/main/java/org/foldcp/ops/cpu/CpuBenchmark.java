@@ -13,7 +13,10 @@ import org.foldcp.ops.tensor.PairTensor;
  * layer forward after warm-up, and GFLOP/s by the BENCHMARKS.md count
  * 2 B N^3 D (triangle) + 12 B N^2 D^2 (projections).
  *
- * <p>Usage: {@code CpuBenchmark [B N D] [iterations] [threads]}; defaults 1 256 128, 7, all cores.
+ * <p>Usage: {@code java --add-modules jdk.incubator.vector -cp operators/target/classes
+ * org.foldcp.ops.cpu.CpuBenchmark [B N D] [iterations] [threads]}; defaults 1 256 128, 7, all cores.
+ * Without the module the GEMM runs its scalar kernel (same results, slower); the first line says
+ * which kernel ran.
  */
 public final class CpuBenchmark {
   private CpuBenchmark() {}
@@ -31,6 +34,7 @@ public final class CpuBenchmark {
     PairTensor x = PairTensor.random(b, n, d, 42, 0.1);
     System.out.printf(Locale.ROOT, "CPU TriMul benchmark: (B, N, D) = (%d, %d, %d), %d threads, %s %s%n",
         b, n, d, threads, System.getProperty("java.vm.name"), System.getProperty("java.version"));
+    System.out.println("GEMM kernel: " + Gemm.kernelName());
     try (CpuTriMul cpu = new CpuTriMul(threads)) {
       for (Direction dir : Direction.values()) {
         TriMulLayer layer = new TriMulLayer(TriMulSpec.of(dir, true), LayerWeights.random(d, 43, true));

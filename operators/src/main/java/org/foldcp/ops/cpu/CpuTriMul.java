@@ -84,10 +84,14 @@ public final class CpuTriMul implements TriMulBackend {
       }
       parallel.forEach(n, i -> {
         Stages.Scratch s = Stages.Scratch.local(n, d, Math.min(d, chunk));
+        float[][] zi = s.zRows;
+        for (int c = 0; c < d; c++) {
+          zi[c] = z[c][i];
+        }
         for (int j = 0; j < n; j++) {
           float[] zr = s.zt[j];
           for (int c = 0; c < d; c++) {
-            zr[c] = z[c][i][j];
+            zr[c] = zi[c][j];
           }
         }
         Stages.outputRow(x, batch, i, l, s.zt, s, Gemm.local(), out);

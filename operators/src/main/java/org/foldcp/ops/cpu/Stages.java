@@ -7,6 +7,8 @@ import org.foldcp.ops.tensor.PairTensor;
  * The per-row building blocks of a TriMul layer on the CPU. Each works on one row of a pair
  * block (a whole tensor or a CP tile), so the single-rank backend and every context-parallel
  * route run the very same arithmetic and differ only in where a and b go and where z comes from.
+ * The gates use {@link Simd#sigmoid(float)} (fp32, ~1e-7 relative error), whose value does not
+ * depend on an element's position either.
  */
 public final class Stages {
   private Stages() {}
@@ -32,6 +34,11 @@ public final class Stages {
     final float[][] lz;
     final float[][] po;
     final float[][] go;
+    /** Row views for the one projection GEMM of a row: weight rows in, [pa; ga; pb; gb] rows out. */
+    final float[][] projW;
+    final float[][] projOut;
+    /** Row views of z for the local gather: zRows[c] = z[c][i]. */
+    final float[][] zRows;
     /** z of one row, token-major [j][c], filled by whoever brings z (local gather or reshard). */
     public final float[][] zt;
     private final int cols;
@@ -63,6 +70,9 @@ public final class Stages {
       lz = new float[cols][dim];
       po = new float[cols][dim];
       go = new float[cols][dim];
+      projW = new float[4 * channels][];
+      projOut = new float[4 * channels][];
+      zRows = new float[dim][];
     }
   }
 
@@ -71,27 +81,88 @@ public final class Stages {
     for (int j = 0; j < cols; j++) {
       float[] out = xn[j];
       int off = j * dim;
-      float mean = 0f;
       for (int c = 0; c < dim; c++) {
-        float v = Bf16.toFloat(xRow[off + c]);
-        out[c] = v;
-        mean += v;
+        out[c] = Bf16.toFloat(xRow[off + c]);
       }
-      mean /= dim;
-      float var = 0f;
-      for (int c = 0; c < dim; c++) {
-        float d = out[c] - mean;
-        var += d * d;
-      }
-      float inv = (float) (1.0 / Math.sqrt(var / dim + eps));
-      for (int c = 0; c < dim; c++) {
-        out[c] = (out[c] - mean) * inv * w[c] + bias[c];
-      }
+      layerNorm(out, dim, w, bias, eps, out);
     }
   }
 
-  static float sigmoid(float v) {
-    return (float) (1.0 / (1.0 + Math.exp(-v)));
+  /** out[c] = LayerNorm(v)[c] over v[0..dim) (out may be v). */
+  static void layerNorm(float[] v, int dim, float[] w, float[] bias, float eps, float[] out) {
+    float mean = sum8(v, dim) / dim;
+    float var = sumSquares8(v, dim, mean) / dim;
+    float inv = (float) (1.0 / Math.sqrt(var + eps));
+    for (int c = 0; c < dim; c++) {
+      out[c] = (v[c] - mean) * inv * w[c] + bias[c];
+    }
+  }
+
+  /**
+   * sum over c < n of v[c], in eight interleaved partial sums (c mod 8) added in a fixed tree:
+   * eight independent chains instead of one, in an order that depends only on c (never on where
+   * the token lies).
+   */
+  static float sum8(float[] v, int n) {
+    float s0 = 0f;
+    float s1 = 0f;
+    float s2 = 0f;
+    float s3 = 0f;
+    float s4 = 0f;
+    float s5 = 0f;
+    float s6 = 0f;
+    float s7 = 0f;
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+      s0 += v[c];
+      s1 += v[c + 1];
+      s2 += v[c + 2];
+      s3 += v[c + 3];
+      s4 += v[c + 4];
+      s5 += v[c + 5];
+      s6 += v[c + 6];
+      s7 += v[c + 7];
+    }
+    for (; c < n; c++) {
+      s0 += v[c];
+    }
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
+  }
+
+  /** sum over c < n of (v[c] - center)^2, in the order of {@link #sum8}. */
+  static float sumSquares8(float[] v, int n, float center) {
+    float s0 = 0f;
+    float s1 = 0f;
+    float s2 = 0f;
+    float s3 = 0f;
+    float s4 = 0f;
+    float s5 = 0f;
+    float s6 = 0f;
+    float s7 = 0f;
+    int c = 0;
+    for (; c + 8 <= n; c += 8) {
+      float d0 = v[c] - center;
+      float d1 = v[c + 1] - center;
+      float d2 = v[c + 2] - center;
+      float d3 = v[c + 3] - center;
+      float d4 = v[c + 4] - center;
+      float d5 = v[c + 5] - center;
+      float d6 = v[c + 6] - center;
+      float d7 = v[c + 7] - center;
+      s0 += d0 * d0;
+      s1 += d1 * d1;
+      s2 += d2 * d2;
+      s3 += d3 * d3;
+      s4 += d4 * d4;
+      s5 += d5 * d5;
+      s6 += d6 * d6;
+      s7 += d7 * d7;
+    }
+    for (; c < n; c++) {
+      float d = v[c] - center;
+      s0 += d * d;
+    }
+    return ((s0 + s1) + (s2 + s3)) + ((s4 + s5) + (s6 + s7));
   }
 
   /**
@@ -106,10 +177,19 @@ public final class Stages {
     layerNormRow(x.row(b, i), cols, d, l.normInW, l.normInB, l.eps, s.xn);
     // Transposed form (channels x tokens): each output row is one channel across the tile row,
     // which is exactly the channel-major order the triangle product wants.
-    gemm.nt(cc, cols, d, l.pIn, c0, 0, s.xn, 0, 0, s.pa, 0, 0, false);
-    gemm.nt(cc, cols, d, l.gIn, c0, 0, s.xn, 0, 0, s.ga, 0, 0, false);
-    gemm.nt(cc, cols, d, l.pIn, d + c0, 0, s.xn, 0, 0, s.pb, 0, 0, false);
-    gemm.nt(cc, cols, d, l.gIn, d + c0, 0, s.xn, 0, 0, s.gb, 0, 0, false);
+    // The four projections (p and g of a, p and g of b) share xn: one GEMM over row views of the
+    // weights and of the outputs, so xn is packed once; each element is computed as by four calls.
+    for (int q = 0; q < cc; q++) {
+      s.projW[q] = l.pIn[c0 + q];
+      s.projW[cc + q] = l.gIn[c0 + q];
+      s.projW[2 * cc + q] = l.pIn[d + c0 + q];
+      s.projW[3 * cc + q] = l.gIn[d + c0 + q];
+      s.projOut[q] = s.pa[q];
+      s.projOut[cc + q] = s.ga[q];
+      s.projOut[2 * cc + q] = s.pb[q];
+      s.projOut[3 * cc + q] = s.gb[q];
+    }
+    gemm.nt(4 * cc, cols, d, s.projW, 0, 0, s.xn, 0, 0, s.projOut, 0, 0, false);
     byte[] m = x.maskRow(b, i);
     for (int q = 0; q < cc; q++) {
       int c = c0 + q;
@@ -122,12 +202,18 @@ public final class Stages {
       float bpb = l.pInB[d + c];
       float bgb = l.gInB[d + c];
       for (int j = 0; j < cols; j++) {
+        ga[j] += bga;
+        gb[j] += bgb;
+      }
+      Simd.sigmoidInPlace(ga, cols);
+      Simd.sigmoidInPlace(gb, cols);
+      for (int j = 0; j < cols; j++) {
         if (m != null && m[j] == 0) {
           pa[j] = 0f;
           pb[j] = 0f;
         } else {
-          pa[j] = sigmoid(ga[j] + bga) * (pa[j] + bpa);
-          pb[j] = sigmoid(gb[j] + bgb) * (pb[j] + bpb);
+          pa[j] = ga[j] * (pa[j] + bpa);
+          pb[j] = gb[j] * (pb[j] + bpb);
         }
       }
     }
@@ -144,22 +230,7 @@ public final class Stages {
     int d = l.dim;
     short[] xRow = x.row(b, i);
     for (int j = 0; j < cols; j++) {
-      float[] zr = z[j];
-      float[] lz = s.lz[j];
-      float mean = 0f;
-      for (int c = 0; c < d; c++) {
-        mean += zr[c];
-      }
-      mean /= d;
-      float var = 0f;
-      for (int c = 0; c < d; c++) {
-        float dv = zr[c] - mean;
-        var += dv * dv;
-      }
-      float inv = (float) (1.0 / Math.sqrt(var / d + l.eps));
-      for (int c = 0; c < d; c++) {
-        lz[c] = (zr[c] - mean) * inv * l.normOutW[c] + l.normOutB[c];
-      }
+      layerNorm(z[j], d, l.normOutW, l.normOutB, l.eps, s.lz[j]);
     }
     layerNormRow(xRow, cols, d, l.normInW, l.normInB, l.eps, s.xn);
     gemm.nt(cols, d, d, s.lz, 0, 0, l.pOut, 0, 0, s.po, 0, 0, false);
@@ -170,7 +241,11 @@ public final class Stages {
       float[] go = s.go[j];
       int off = j * d;
       for (int c = 0; c < d; c++) {
-        float v = sigmoid(go[c] + l.gOutB[c]) * (po[c] + l.pOutB[c]);
+        go[c] += l.gOutB[c];
+      }
+      Simd.sigmoidInPlace(go, d);
+      for (int c = 0; c < d; c++) {
+        float v = go[c] * (po[c] + l.pOutB[c]);
         if (l.residual) {
           v += Bf16.toFloat(xRow[off + c]);
         }

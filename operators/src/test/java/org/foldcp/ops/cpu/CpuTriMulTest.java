@@ -78,6 +78,38 @@ class CpuTriMulTest {
     assertTrue(out.sameAs(out) && (mask == out.hasMask()), "the output carries the input mask");
   }
 
+  /** D not a multiple of 8 (the LayerNorm sums' and the sigmoid's tails) nor of the GEMM tile. */
+  @Test
+  void oddChannelCount() {
+    for (int d : new int[] {1, 5, 13, 21}) {
+      for (Direction dir : Direction.values()) {
+        PairTensor x = PairTensor.random(1, 11, d, 50 + d, 0.2);
+        TriMulLayer layer = new TriMulLayer(TriMulSpec.of(dir, true), LayerWeights.random(d, 60 + d, true));
+        Tensors.assertWithinContract(cpu.forward(x, layer), Reference64.forward(x, layer), dir + " D=" + d);
+      }
+    }
+  }
+
+  @Test
+  void layerNormSumsMatchFloat64() {
+    java.util.SplittableRandom r = new java.util.SplittableRandom(3);
+    for (int n = 0; n <= 21; n++) {
+      float[] v = new float[n + 2];
+      double s = 0;
+      for (int c = 0; c < v.length; c++) {
+        v[c] = (float) r.nextDouble(-2, 2);
+        s += c < n ? v[c] : 0;
+      }
+      double mean = n == 0 ? 0 : s / n;
+      double q = 0;
+      for (int c = 0; c < n; c++) {
+        q += (v[c] - (float) mean) * (double) (v[c] - (float) mean);
+      }
+      assertEquals(s, Stages.sum8(v, n), 1e-5, "sum n=" + n);
+      assertEquals(q, Stages.sumSquares8(v, n, (float) mean), 1e-5, "squares n=" + n);
+    }
+  }
+
   @Test
   void maskWithEmptyRowsAndColumns() {
     int n = 40;
