@@ -116,15 +116,8 @@ class NpyFuzzTest {
     try (Fuzz fuzz = new Fuzz("npy", 10_000, 16L << 20, 64)) {
       int index = 0;
       for (Seed s : seeds) {
-        for (int len = 0; len <= Math.min(s.bytes().length - 1, s.dataStart() + 16); len++) {
-          run(fuzz, f, s, index++, "truncate " + s.name() + " to " + len, Arrays.copyOf(s.bytes(), len));
-        }
-        for (int extra : new int[] {1, 2, 4, 64, 4096}) {
-          for (byte v : Fuzz.INTERESTING_BYTES) {
-            byte[] tail = new byte[extra];
-            Arrays.fill(tail, v);
-            run(fuzz, f, s, index++, "extend " + s.name() + " by " + extra + " x " + v, Fuzz.concat(s.bytes(), tail));
-          }
+        for (Fuzz.Input in : Fuzz.edges(s.name(), s.bytes(), s.dataStart(), 1, 2, 4, 64, 4096)) {
+          run(fuzz, f, s, index++, in.how(), in.bytes());
         }
       }
       for (int q = 0; q < RANDOM_INPUTS; q++) {

@@ -122,15 +122,8 @@ class SafeTensorsFuzzTest {
       int index = 0;
       // every truncation of every header (and the first bytes of the data), and extensions
       for (Seed s : seeds) {
-        for (int len = 0; len <= Math.min(s.bytes().length - 1, s.dataStart() + 16); len++) {
-          run(fuzz, f, s, index++, "truncate " + s.name() + " to " + len, Arrays.copyOf(s.bytes(), len));
-        }
-        for (int extra : new int[] {1, 7, 8, 64, 4096}) {
-          for (byte v : Fuzz.INTERESTING_BYTES) {
-            byte[] tail = new byte[extra];
-            Arrays.fill(tail, v);
-            run(fuzz, f, s, index++, "extend " + s.name() + " by " + extra + " x " + v, Fuzz.concat(s.bytes(), tail));
-          }
+        for (Fuzz.Input in : Fuzz.edges(s.name(), s.bytes(), s.dataStart(), 1, 7, 8, 64, 4096)) {
+          run(fuzz, f, s, index++, in.how(), in.bytes());
         }
       }
       // random mutations: byte-level, header edits, or both

@@ -458,6 +458,29 @@ public final class Fuzz implements AutoCloseable {
     return out;
   }
 
+  /** One derived input and how it was made. */
+  public record Input(String how, byte[] bytes) {}
+
+  /**
+   * The deterministic inputs every file fuzzer starts with, from one valid file: every truncation
+   * up to 16 bytes past {@code headerEnd} (every header length class), then the file extended by
+   * each of {@code extraLengths} bytes of each of {@link #INTERESTING_BYTES}.
+   */
+  public static List<Input> edges(String name, byte[] bytes, int headerEnd, int... extraLengths) {
+    List<Input> out = new ArrayList<>();
+    for (int len = 0; len <= Math.min(bytes.length - 1, headerEnd + 16); len++) {
+      out.add(new Input("truncate " + name + " to " + len, Arrays.copyOf(bytes, len)));
+    }
+    for (int extra : extraLengths) {
+      for (byte v : INTERESTING_BYTES) {
+        byte[] tail = new byte[extra];
+        Arrays.fill(tail, v);
+        out.add(new Input("extend " + name + " by " + extra + " x " + v, concat(bytes, tail)));
+      }
+    }
+    return out;
+  }
+
   public static byte[] concat(byte[] a, byte[] b) {
     byte[] out = Arrays.copyOf(a, a.length + b.length);
     System.arraycopy(b, 0, out, a.length, b.length);

@@ -249,11 +249,7 @@ public final class CpGpuStack implements AutoCloseable {
       steps.add(() -> NativeCp.destroyLayer(l));
     }
     steps.addAll(java.util.Arrays.asList(tb, mb, s, dev));
-    AutoCloseable[] all = steps.toArray(new AutoCloseable[0]);
-    if (first == null) {
-      return Closeables.closeAll(null, all);
-    }
-    Closeables.closeAll(first, all);
-    return first;
+    RuntimeException err = Closeables.closeAll(first, steps.toArray(new AutoCloseable[0]));
+    return first != null ? first : err;  // closeAll adds later failures to a pending one
   }
 }

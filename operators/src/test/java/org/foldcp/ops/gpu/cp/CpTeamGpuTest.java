@@ -53,10 +53,7 @@ class CpTeamGpuTest {
 
   @BeforeAll
   static void start() {
-    String why = GpuTriMul.availability();
-    Assumptions.assumeTrue(why == null, why);
-    String cp = NativeCp.unavailableReason(null);
-    Assumptions.assumeTrue(cp == null, cp);
+    RankProcesses.assumeTeamRuns();
     gpu = new GpuTriMul(0);
   }
 

@@ -11,8 +11,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import org.foldcp.ops.gpu.GpuTriMul;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -35,10 +33,7 @@ class HeadsAllToAllGpuTest {
 
   @BeforeAll
   static void start() {
-    String why = GpuTriMul.availability();
-    Assumptions.assumeTrue(why == null, why);
-    String cp = NativeCp.unavailableReason(null);
-    Assumptions.assumeTrue(cp == null, cp);
+    RankProcesses.assumeTeamRuns();
   }
 
   static List<HeadsCase> cases(int world, boolean withRepeats) {

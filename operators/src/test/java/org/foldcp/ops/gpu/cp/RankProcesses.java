@@ -11,6 +11,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
+import org.foldcp.ops.gpu.GpuTriMul;
+import org.junit.jupiter.api.Assumptions;
 
 /**
  * Starts the rank processes of a team test (one JVM per NVSHMEM PE, all on GPU 0), waits for
@@ -20,6 +22,17 @@ import java.util.concurrent.TimeUnit;
  */
 final class RankProcesses {
   private RankProcesses() {}
+
+  /**
+   * Skips the calling test class, with the reason, unless this machine can run a team: a usable
+   * sm_90 GPU, and the CP library with NVSHMEM.
+   */
+  static void assumeTeamRuns() {
+    String why = GpuTriMul.availability();
+    Assumptions.assumeTrue(why == null, why);
+    String cp = NativeCp.unavailableReason(null);
+    Assumptions.assumeTrue(cp == null, cp);
+  }
 
   /**
    * Runs {@code main} as ranks 0..size-1 (all but {@code absent}) with arguments
