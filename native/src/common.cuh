@@ -32,6 +32,14 @@ __device__ __forceinline__ void ldsm_x4(uint32_t (&r)[4], uint32_t addr) {
                : "r"(addr)
                : "memory");
 }
+// Four 8x8 bf16 matrices from mma-fragment registers (thread l holds row l / 4, columns
+// 2 (l % 4) + {0, 1} of each) to shared memory transposed: column c of matrix k becomes the
+// 16-byte row whose address lane 8 k + c gives.
+__device__ __forceinline__ void stsm_x4_t(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]),
+               "r"(r[1]), "r"(r[2]), "r"(r[3])
+               : "memory");
+}
 __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -55,6 +63,22 @@ __device__ __forceinline__ float warp_sum(float v) {
 
 // 1 / (1 + e^-v) with the fast reciprocal (ex2.approx + rcp.approx); e^-v = inf gives 0.
 __device__ __forceinline__ float sigmoidf_fast(float v) { return __fdividef(1.0f, 1.0f + __expf(-v)); }
+
+// sigmoid(g + bg) * (p + bp) from the halved biases hbg = bg / 2, hbp = bp / 2, as
+// (tanh((g + bg) / 2) + 1) * (p + bp) / 2: one MUFU (tanh.approx) and three FMAs, where
+// sigmoidf_fast takes two MUFUs (ex2, rcp) and five other instructions. The wgmma epilogues are
+// issue-bound (ncu, 2026-12-01), so this is worth it. tanh.approx's error (about 2^-11 relative)
+// is below the bf16 rounding (2^-9) that every gated value goes through next.
+__device__ __forceinline__ float tanh_approx(float v) {
+  float r;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(r) : "f"(v));
+  return r;
+}
+__device__ __forceinline__ float gate_half(float g, float hbg, float p, float hbp) {
+  const float t = tanh_approx(fmaf(g, 0.5f, hbg));
+  const float q = fmaf(p, 0.5f, hbp);
+  return fmaf(t, q, q);
+}
 
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   __nv_bfloat162 p = __floats2bfloat162_rn(lo, hi);

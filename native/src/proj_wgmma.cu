@@ -140,16 +140,22 @@ __device__ __forceinline__ uint32_t swz128(uint32_t tile, int row, int chunk) {
 // Two-pass fp32 statistics and y = (v - mean) * rstd * w + b as in proj_kernels.cu, rounded to bf16.
 // Thread (g = lane / 4, t = lane % 4) holds rows g and g + 8, channels 16 s + 2 t + {0, 1, 8, 9}:
 // a row is spread over the 4 threads of a quad.
+// The raw x fragments of those 16 rows (the first half of layernorm_to_frags).
 template <int D>
-__device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane,
-                                                   const float* gw, const float* gb, float eps) {
-  constexpr int KS = D / 16;
+__device__ __forceinline__ void load_x_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane) {
   const int r = row0 + (lane & 15);
 #pragma unroll
-  for (int s = 0; s < KS; ++s) {
+  for (int s = 0; s < D / 16; ++s) {
     // lanes 0-15: rows row0.., chunk 2 (s % 4); lanes 16-31: the next chunk (channels + 8)
     ldsm_x4(af[s], swz128(xtile + (uint32_t)(s >> 2) * pw::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)));
   }
+}
+
+// LayerNorm of raw x fragments (load_x_frags), in place.
+template <int D>
+__device__ __forceinline__ void layernorm_frags(uint32_t (&af)[D / 16][4], int lane, const float* gw, const float* gb,
+                                                float eps) {
+  constexpr int KS = D / 16;
   float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
@@ -193,6 +199,13 @@ __device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], ui
   }
 }
 
+template <int D>
+__device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane,
+                                                   const float* gw, const float* gb, float eps) {
+  load_x_frags<D>(af, xtile, row0, lane);
+  layernorm_frags<D>(af, lane, gw, gb, eps);
+}
+
 // Ping-pong between the two consumer warpgroups: warpgroup 0 issues its n-th chunk after
 // warpgroup 1 issued its (n - 1)-th, warpgroup 1 its n-th after warpgroup 0 issued its n-th. So
 // their chunks reach the tensor cores alternately, and one's epilogue overlaps the other's MMAs.
@@ -220,7 +233,7 @@ struct InCfg {
   // x tiles in flight: enough to cover the HBM latency when tiles are short (small D).
   static constexpr int NXBUF = XBYTES <= 16384 ? 4 : XBYTES <= 32768 ? 3 : XBYTES <= 49152 ? 2 : 1;
   static constexpr int OUTS = pw::CONSUMERS * 64 * 128;  // per warpgroup: 64 channel rows (32 a, 32 b) x 64 tokens
-  static constexpr int PARAMS = 6 * D * 4;               // LN weight, LN bias, float4 (bp_a, bg_a, bp_b, bg_b)
+  static constexpr int PARAMS = 6 * D * 4;               // LN weight, LN bias, float4 (bp_a, bg_a, bp_b, bg_b) / 2
   static constexpr int FIXED = NXBUF * XBYTES + OUTS + PARAMS + 1024;  // + slack to align to 1024 B
   static constexpr int STAGES_FIT = (pw::SMEM_LIMIT - pw::STATIC_SMEM - FIXED) / pw::W_STAGE;
   static constexpr int STAGES = STAGES_FIT < pw::MAX_STAGES ? STAGES_FIT : pw::MAX_STAGES;
@@ -260,7 +273,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lnw[c] = lnw[c];
     p_lnb[c] = lnb[c];
-    p_bias[c] = make_float4(pin_b[c], gin_b[c], pin_b[D + c], gin_b[D + c]);
+    // halved for gate_half
+    p_bias[c] = make_float4(0.5f * pin_b[c], 0.5f * gin_b[c], 0.5f * pin_b[D + c], 0.5f * gin_b[D + c]);
   }
   if (threadIdx.x == 0) {
     for (int k = 0; k < C::NXBUF; ++k) {
@@ -332,6 +346,12 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
   const int lane = tid_wg & 31, warp = tid_wg >> 5;
   const int g = lane >> 2, t4 = lane & 3;
   bf16* const my_outs = outs + cw * 64 * 64;
+  // This lane's stmatrix row for channel group 0: lanes 8 k .. 8 k + 7 address matrix k's 8
+  // channel rows (a for k < 2, b above), tokens 16 warp + 8 (k % 2) .. + 7 (16-byte chunk 2 warp + k % 2).
+  const uint32_t stsm_base = [&] {
+    const int k = lane >> 3, r = (k >> 1) * 32 + (lane & 7), q = 2 * warp + (k & 1);
+    return smem_u32(my_outs) + (uint32_t)(r * 128 + ((q ^ (r & 7)) << 4));
+  }();
 
   float acc[64];
 #pragma unroll
@@ -357,6 +377,16 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     }
     // 16-byte chunks (8 tokens) of this tile that are stored (see proj_kernels.cu).
     const int nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - k0 + 7) / 8);
+
+    // Owner rank and local channel of the 4 channel rows this thread stores in chunk 0
+    // (row (tid_wg + 128 it) / 8, channel row % 32); the chunk loop advances them by 32 channels.
+    int own_rank[4], own_chan[4];
+#pragma unroll
+    for (int it = 0; it < 4; ++it) {
+      const int c = ((tid_wg + 128 * it) >> 3) & 31;
+      own_rank[it] = c / tgt.dloc;
+      own_chan[it] = c - own_rank[it] * tgt.dloc;
+    }
 
     const int buf = u % C::NXBUF;
     mbar_wait(xfull0 + 8 * buf, (u / C::NXBUF) & 1);
@@ -401,27 +431,28 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
 
       // ---- epilogue: a = sigmoid(g_a + bg_a) * (p_a + bp_a), b likewise; 0 for invalid tokens ----
       // Transposing buffer of this warpgroup: row = channel (a: 0..31, b: 32..63 of this chunk),
-      // 64 tokens of 2 bytes = 128 B; 16-byte chunk q of row r at position q ^ ((r / 2) % 8), so
-      // that the 4 rows one store instruction touches (2 apart) fall in different banks.
+      // 64 tokens of 2 bytes = 128 B; 16-byte chunk q of row r at position q ^ (r % 8). For each
+      // group gi of 8 channels the gated values form four 8 x 8 mma fragments (a and b, tokens
+      // g and g + 8), which one stmatrix.trans writes as 8-token rows of one channel: the 8 rows
+      // of a matrix land in 8 different bank groups. (The 2-byte stores this replaced made the
+      // epilogue issue-bound: 972 instructions per chunk and warp, ncu 2026-12-01.)
       bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
 #pragma unroll
       for (int gi = 0; gi < 4; ++gi) {
+        const float4 bb0 = p_bias[32 * j + 8 * gi + 2 * t4], bb1 = p_bias[32 * j + 8 * gi + 2 * t4 + 1];
+        uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const int cl = 8 * gi + 2 * t4 + e;
-          const float4 bb = p_bias[32 * j + cl];
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float pa = acc[4 * (4 * gi + 0) + 2 * h + e], ga = acc[4 * (4 * gi + 1) + 2 * h + e];
-            const float pb = acc[4 * (4 * gi + 2) + 2 * h + e], gb = acc[4 * (4 * gi + 3) + 2 * h + e];
-            const float va = sigmoidf_fast(ga + bb.y) * (pa + bb.x);
-            const float vb = sigmoidf_fast(gb + bb.w) * (pb + bb.z);
-            const int tok = 16 * warp + g + 8 * h;  // 0..63 of this warpgroup
-            const int ra = cl, rb = 32 + cl;
-            my_outs[ra * 64 + (((tok >> 3) ^ ((ra >> 1) & 7)) << 3) + (tok & 7)] = __float2bfloat16_rn(valid[h] ? va : 0.f);
-            my_outs[rb * 64 + (((tok >> 3) ^ ((rb >> 1) & 7)) << 3) + (tok & 7)] = __float2bfloat16_rn(valid[h] ? vb : 0.f);
-          }
+        for (int h = 0; h < 2; ++h) {
+          const int ia = 4 * (4 * gi) + 2 * h;  // p_a of channel 2 t4; +4: g_a, +8: p_b, +12: g_b; +1: channel 2 t4 + 1
+          float va0 = gate_half(acc[ia + 4], bb0.y, acc[ia], bb0.x);
+          float va1 = gate_half(acc[ia + 5], bb1.y, acc[ia + 1], bb1.x);
+          float vb0 = gate_half(acc[ia + 12], bb0.w, acc[ia + 8], bb0.z);
+          float vb1 = gate_half(acc[ia + 13], bb1.w, acc[ia + 9], bb1.z);
+          if (!valid[h]) va0 = va1 = vb0 = vb1 = 0.f;
+          pk[h] = pack_bf16x2(va0, va1);
+          pk[2 + h] = pack_bf16x2(vb0, vb1);
         }
+        stsm_x4_t(stsm_base + (uint32_t)gi * (8 * 128), pk);
       }
       bar_sync(BAR_WG + cw, 128);
 #pragma unroll
@@ -430,13 +461,20 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         const int row = q >> 3, cc = q & 7;
         const int ch = 8 * cw + cc;  // 16-byte chunk of the 128-token tile
         if (ch < nchunks) {
-          const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ ((row >> 1) & 7)) << 3));
-          const int c = 32 * j + (row & 31);
-          const int qr = c / tgt.dloc, cl = c - qr * tgt.dloc;
+          const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
+          const int qr = own_rank[it], cl = own_chan[it];
           bf16_raw* const dst = (row < 32 ? tgt.a[qr] : tgt.b[qr]) + ((int64_t)b * tgt.dloc + cl) * tgt.plane[qr] +
                                 (tgt.row0[qr] + i) * tgt.ld[qr] + tgt.col0[qr] + k0 + ch * 8;
           *reinterpret_cast<uint4*>(dst) = v;
         }
+        // The same row of the next chunk is channel c + 32: advance (rank, channel) without a division.
+        int cl = own_chan[it] + 32, qr = own_rank[it];
+        while (cl >= tgt.dloc) {
+          cl -= tgt.dloc;
+          ++qr;
+        }
+        own_chan[it] = cl;
+        own_rank[it] = qr;
       }
     }
   }
@@ -512,8 +550,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     p_lnib[c] = lnib[c];
     p_lnow[c] = lnow[c];
     p_lnob[c] = lnob[c];
-    p_bp[c] = pout_b[c];
-    p_bg[c] = gout_b[c];
+    p_bp[c] = 0.5f * pout_b[c];  // halved for gate_half
+    p_bg[c] = 0.5f * gout_b[c];
   }
   if (threadIdx.x == 0) {
     for (int k = 0; k < C::NXBUF; ++k) {
@@ -556,6 +594,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       }
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
+      const uint64_t keep = l2_policy_evict_last();  // the consumers read the tile again for the residual
       for (int v = 0; v < n_local; ++v) {
         const int t = (int)blockIdx.x + v * (int)gridDim.x;
         const int kt = t % tiles_k, r = t / tiles_k;
@@ -575,7 +614,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         mbar_arrive_expect_tx(xfull0 + 8 * buf, C::XBYTES);
 #pragma unroll
         for (int kb = 0; kb < C::NKB; ++kb)
-          tma_load_4d(s_x + buf * C::XBYTES + kb * KB_BYTES, &tmX, kb * 64, j0, i, b, xfull0 + 8 * buf);
+          tma_load_4d_hint(s_x + buf * C::XBYTES + kb * KB_BYTES, &tmX, kb * 64, j0, i, b, xfull0 + 8 * buf, keep);
       }
     }
     return;
@@ -609,12 +648,25 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       const int row = 64 * cw + 32 * pass + 8 * warp + (lane & 7);
       const int q = lane >> 3;
       const bool valid = row < jvalid;
-      const float* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + row + (int64_t)(8 * q) * sz;
+      // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
+      // D / 4 addresses from the plane stride took about 8 instructions (ncu, 2026-12-01).
+      const float* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + (valid ? row : 0) + (int64_t)(8 * q) * sz;
       float v[D / 32][8];
 #pragma unroll
-      for (int uu = 0; uu < D / 32; ++uu)
+      for (int uu = 0; uu < D / 32; ++uu) {
 #pragma unroll
-        for (int e = 0; e < 8; ++e) v[uu][e] = valid ? __ldcs(zp + (int64_t)(32 * uu + e) * sz) : 0.f;
+        for (int e = 0; e < 8; ++e) {
+          v[uu][e] = __ldcs(zp);
+          zp += sz;
+        }
+        zp += 24 * sz;
+      }
+      if (!valid) {
+#pragma unroll
+        for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[uu][e] = 0.f;
+      }
       float sum = 0.f;
 #pragma unroll
       for (int uu = 0; uu < D / 32; ++uu)
@@ -669,6 +721,21 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
 #pragma unroll
     for (int k = 0; k < 32; ++k) accp[k] = accg[k] = 0.f;
     for (int j = 0; j < C::NCH; ++j) {
+      // Residual x of this thread's outputs (tokens 64 cw + 16 warp + g + 8 h, channels
+      // 64 j + 8 jj + 2 t4 + {0, 1}), loaded before the turn wait, so that the wait and the
+      // chunk's MMAs cover the latency: this read stalled the most in ncu (2026-12-01). The x
+      // tiles come in with an L2 evict_last hint, so that this second read finds them in L2.
+      uint32_t xres[8][2];
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int tok = 64 * cw + 16 * warp + g + 8 * h;
+          const int c = 64 * j + 8 * jj + 2 * t4;
+          xres[jj][h] = (residual && tok < jvalid && (D % 64 == 0 || c < D))
+                            ? __ldcs(reinterpret_cast<const unsigned int*>(x + (tok0 + tok) * D + c))
+                            : 0u;
+        }
       turn_wait(cw, issued);
       wgmma_fence();
       const int ws0 = ws;
@@ -697,19 +764,6 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       turn_pass(cw);
       ++issued;
 
-      // Residual x of this thread's outputs, loaded while the wgmmas run (L2: x was just read by TMA).
-      // Thread outputs: tokens 64 cw + 16 warp + g (+ 8), channels 64 j + 8 jj + 2 t4 (+ 1).
-      uint32_t xres[8][2];
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int tok = 64 * cw + 16 * warp + g + 8 * h;
-          const int c = 64 * j + 8 * jj + 2 * t4;
-          xres[jj][h] = (residual && tok < jvalid && c < D)
-                            ? *reinterpret_cast<const uint32_t*>(x + (tok0 + tok) * D + c)
-                            : 0u;
-        }
 #pragma unroll
       for (int kb = 0; kb < C::NKB; ++kb) {
         wgmma_wait_upto(C::NKB - 1 - kb);
@@ -722,25 +776,24 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       fence_regs(accp);
       fence_regs(accg);
 
-      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x), bf16 pairs straight from registers
+      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x), bf16 pairs straight from registers.
+      // Thread outputs: tokens 64 cw + 16 warp + g (+ 8 h), channels 64 j + 8 jj + 2 t4 (+ 1).
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj) {
         const int c = 64 * j + 8 * jj + 2 * t4;
-        if (c < D) {
+        if (D % 64 == 0 || c < D) {
           const float2 bp = *reinterpret_cast<const float2*>(p_bp + c);
           const float2 bg = *reinterpret_cast<const float2*>(p_bg + c);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int tok = 64 * cw + 16 * warp + g + 8 * h;
-            if (tok < jvalid) {
-              float v0 = sigmoidf_fast(accg[4 * jj + 2 * h] + bg.x) * (accp[4 * jj + 2 * h] + bp.x);
-              float v1 = sigmoidf_fast(accg[4 * jj + 2 * h + 1] + bg.y) * (accp[4 * jj + 2 * h + 1] + bp.y);
-              if (residual) {
-                v0 += bf16lo(xres[jj][h]);
-                v1 += bf16hi(xres[jj][h]);
-              }
-              *reinterpret_cast<uint32_t*>(out + (tok0 + tok) * D + c) = pack_bf16x2(v0, v1);
+            float v0 = gate_half(accg[4 * jj + 2 * h], bg.x, accp[4 * jj + 2 * h], bp.x);
+            float v1 = gate_half(accg[4 * jj + 2 * h + 1], bg.y, accp[4 * jj + 2 * h + 1], bp.y);
+            if (residual) {
+              v0 += bf16lo(xres[jj][h]);
+              v1 += bf16hi(xres[jj][h]);
             }
+            if (tok < jvalid) *reinterpret_cast<uint32_t*>(out + (tok0 + tok) * D + c) = pack_bf16x2(v0, v1);
           }
         }
       }
