@@ -78,6 +78,16 @@ int foldcp_trimul_check_shape(int64_t B, int64_t N, int64_t D);
 /* Device workspace bytes a forward of (B, N, D) needs (checks the shape first). */
 int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t D, size_t* bytes);
 
+/* Channel groups, for pair tensors whose intermediates do not fit at once: stages 1 and 2 run
+ * once per group of `group` channels (a multiple of 32 in [32, D]; the last group may be
+ * smaller), so the workspace holds a and b for one group plus z for all channels (stage 3's
+ * LayerNorm needs them all). group = D is the ungrouped forward. The result is the same as
+ * ungrouped, bit for bit (each channel is computed by the same arithmetic). */
+int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t D, int64_t group, size_t* bytes);
+/* The largest group whose workspace fits in bytes_available; FOLDCP_ERR_OUT_OF_MEMORY, with the
+ * bytes needed for a group of 32, when none does. */
+int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t D, size_t bytes_available, int64_t* group);
+
 /* Creates a layer on the current CUDA device: checks the weights (shapes by D, finiteness),
  * uploads them and converts them to bf16 on the device. Synchronous. */
 int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** layer);
@@ -95,6 +105,12 @@ int foldcp_trimul_layer_info(const foldcp_trimul_layer* layer, int64_t* dim, int
  * The current device must be the layer's. */
 int foldcp_trimul_forward(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out, int64_t B,
                           int64_t N, void* workspace, size_t workspace_bytes, foldcp_stream_t stream);
+
+/* foldcp_trimul_forward in channel groups of `group` channels (0 = D); the workspace must hold
+ * foldcp_trimul_workspace_size_group(B, N, D, group) bytes. */
+int foldcp_trimul_forward_group(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
+                                int64_t B, int64_t N, void* workspace, size_t workspace_bytes, int64_t group,
+                                foldcp_stream_t stream);
 
 /* As foldcp_trimul_forward, but times each stage with CUDA events and waits for the stream:
  * stage_ms[0] = LN_in + projection + gates, [1] = triangle GEMM, [2] = LN_out + output

@@ -294,6 +294,9 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
   const int tid_wg = threadIdx.x & 127;
   const int n_local = (int)blockIdx.x < total ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
   const int xr = (int)geo.x_rows, xc = (int)geo.x_cols;
+  // W1 chunks (32 channels each) of this launch: all, or the channel group of geo.chan0 / chans.
+  const int jb = geo.chans > 0 ? geo.chan0 / 32 : 0;
+  const int je = geo.chans > 0 ? jb + geo.chans / 32 : C::NCH;
 
   if (wg == 0) {
     // ------------------------------------------------------------ producers
@@ -305,7 +308,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       int ws = 0;
       uint32_t wph = 0;
       for (int u = 0; u < n_local; ++u) {
-        for (int j = 0; j < C::NCH; ++j) {
+        for (int j = jb; j < je; ++j) {
 #pragma unroll
           for (int kb = 0; kb < C::NKB; ++kb) {
             mbar_wait(wempty0 + 8 * ws, wph ^ 1u);
@@ -394,7 +397,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     __syncwarp();
     if (lane == 0) mbar_arrive(xempty0 + 8 * buf);  // this warp's rows of x are in registers
 
-    for (int j = 0; j < C::NCH; ++j) {
+    for (int j = jb; j < je; ++j) {
       turn_wait(cw, issued);
       // Orders the fragment writes (LayerNorm) and the accumulator reads (last epilogue) before
       // the wgmmas that read / overwrite them.
@@ -843,10 +846,13 @@ cudaError_t launch_in_wgmma_t(const DevLayer& L, const void* x, const uint8_t* m
   // the mma.sync kernel, which has the same contract.
   const int64_t tiles_k = (g.out_cols + pw::TOK - 1) / pw::TOK;
   const int64_t total = B * g.out_rows * tiles_k;
+  const bool group = g.chans != 0 && g.chans != D;
+  if (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 32 != 0 || g.chans % 32 != 0 || g.chan0 + g.chans > D))
+    return cudaErrorInvalidValue;
   if (B <= 0 || g.out_rows <= 0 || g.out_cols <= 0 || g.x_rows <= 0 || g.x_cols <= 0 || total > INT_MAX ||
       g.x_rows > INT_MAX || g.x_cols > INT_MAX || B > INT_MAX || (reinterpret_cast<uintptr_t>(x) & 15) != 0 ||
       (reinterpret_cast<uintptr_t>(L.w_in) & 15) != 0)
-    return launch_proj_in_to(L, x, mask, g, t, B, s);
+    return group ? cudaErrorInvalidValue : launch_proj_in_to(L, x, mask, g, t, B, s);  // v1 has no channel groups
 
   CUtensorMap mx, mw;
   {

@@ -1,5 +1,6 @@
 // Host API of the single-GPU TriMul (include/foldcp_trimul.h): argument checks with messages
 // that name the value and the rule, weight upload, workspace layout, and the three launches.
+#include <algorithm>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
@@ -58,6 +59,14 @@ int check_shape(int64_t B, int64_t N, int64_t D) {
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "B * D = %lld is too large: the triangle GEMM grid needs B * D <= 65535 (B = %lld, D = %lld)",
                 (long long)(B * D), (long long)B, (long long)D);
+  return FOLDCP_OK;
+}
+
+int check_group(int64_t D, int64_t group) {
+  if (group < 32 || group > D || group % 32 != 0)
+    return fail(FOLDCP_ERR_INVALID_ARGUMENT,
+                "channel group = %lld is not supported: it must be a multiple of 32 in [32, D = %lld]",
+                (long long)group, (long long)D);
   return FOLDCP_OK;
 }
 
@@ -144,6 +153,31 @@ int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t D, size_t* bytes)
   if (int st = check_shape(B, N, D)) return st;
   *bytes = foldcp::ws_layout(B, N, D).total;
   return FOLDCP_OK;
+}
+
+int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t D, int64_t group, size_t* bytes) {
+  g_err.clear();
+  if (bytes == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "bytes is NULL: pass where to store the size");
+  if (int st = check_shape(B, N, D)) return st;
+  if (int st = check_group(D, group)) return st;
+  *bytes = foldcp::ws_layout(B, N, D, group).total;
+  return FOLDCP_OK;
+}
+
+int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t D, size_t bytes_available, int64_t* group) {
+  g_err.clear();
+  if (group == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "group is NULL: pass where to store the group");
+  if (int st = check_shape(B, N, D)) return st;
+  for (int64_t g = D; g >= 32; g -= 32) {
+    if (foldcp::ws_layout(B, N, D, g).total <= bytes_available) {
+      *group = g;
+      return FOLDCP_OK;
+    }
+  }
+  return fail(FOLDCP_ERR_OUT_OF_MEMORY,
+              "(B, N, D) = (%lld, %lld, %lld) needs a workspace of at least %zu bytes (z for all channels plus a and b "
+              "for a group of 32), but %zu bytes are available",
+              (long long)B, (long long)N, (long long)D, foldcp::ws_layout(B, N, D, 32).total, bytes_available);
 }
 
 int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t D, void* workspace, void** a_ws, void** b_ws,
@@ -315,11 +349,14 @@ int foldcp_trimul_layer_info(const foldcp_trimul_layer* L, int64_t* dim, int* di
 }
 
 static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8_t* mask, void* out, int64_t B,
-                        int64_t N, void* ws, size_t ws_bytes, foldcp_stream_t stream, float* stage_ms) {
+                        int64_t N, void* ws, size_t ws_bytes, int64_t group, foldcp_stream_t stream,
+                        float* stage_ms) {
   g_err.clear();
   if (L == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL");
   const int64_t D = L->dl.dim;
   if (int st = check_shape(B, N, D)) return st;
+  if (group == 0) group = D;
+  if (int st = check_group(D, group)) return st;
   if (x == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "x is NULL");
   if (out == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "out is NULL");
   if (ws == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "workspace is NULL");
@@ -329,12 +366,12 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "out = %p is not 16-byte aligned: out must be 16-byte aligned", out);
   if (reinterpret_cast<uintptr_t>(ws) % 256 != 0)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "workspace = %p is not 256-byte aligned: it must be", ws);
-  const foldcp::WsLayout l = foldcp::ws_layout(B, N, D);
+  const foldcp::WsLayout l = foldcp::ws_layout(B, N, D, group);
   if (ws_bytes < l.total)
     return fail(FOLDCP_ERR_WORKSPACE_TOO_SMALL,
-                "workspace_bytes = %zu is too small: (B, N, D) = (%lld, %lld, %lld) needs %zu bytes "
-                "(foldcp_trimul_workspace_size)",
-                ws_bytes, (long long)B, (long long)N, (long long)D, l.total);
+                "workspace_bytes = %zu is too small: (B, N, D) = (%lld, %lld, %lld) with channel group %lld needs %zu "
+                "bytes (foldcp_trimul_workspace_size_group)",
+                ws_bytes, (long long)B, (long long)N, (long long)D, (long long)group, l.total);
   const size_t xbytes = (size_t)B * N * N * D * 2;
   {
     const char* xb = static_cast<const char*>(x);
@@ -364,50 +401,88 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
   void* b_ws = w + l.b_off;
   float* z = reinterpret_cast<float*>(w + l.z_off);
 
-  cudaEvent_t ev[4] = {};
-  if (stage_ms) {
-    for (int k = 0; k < 4; ++k) {
-      cudaError_t e = cudaEventCreate(&ev[k]);
-      if (e != cudaSuccess) {
-        for (int q = 0; q < k; ++q) cudaEventDestroy(ev[q]);
-        return cuda_fail(e, "cudaEventCreate", __LINE__);
-      }
-    }
-  }
+  // Stages 1 and 2 once per channel group (a and b of `group` channels in the workspace, z of
+  // all channels), then stage 3 over all channels. Profiled: events around every launch, the
+  // times of a stage summed over the groups.
+  const int64_t ngroups = (D + group - 1) / group;
+  const int nev = stage_ms ? (int)(2 * ngroups + 2) : 0;
+  std::vector<cudaEvent_t> ev(nev, nullptr);
   int st = FOLDCP_OK;
   auto step = [&](cudaError_t e, const char* what, int line) {
     if (st == FOLDCP_OK && e != cudaSuccess) st = cuda_fail(e, what, line);
   };
-  if (stage_ms) step(cudaEventRecord(ev[0], s), "cudaEventRecord", __LINE__);
-  if (st == FOLDCP_OK)
-    step(foldcp::launch_proj_in(L->dl, x, mask, a_ws, b_ws, B, N, l.sab, s), "launch of stage 1 (LN_in + projection)",
+  for (int k = 0; k < nev && st == FOLDCP_OK; ++k) step(cudaEventCreate(&ev[k]), "cudaEventCreate", __LINE__);
+  int evk = 0;
+  auto mark = [&]() {
+    if (stage_ms && st == FOLDCP_OK) step(cudaEventRecord(ev[evk++], s), "cudaEventRecord", __LINE__);
+  };
+  const int64_t np = l.np;
+  mark();
+  for (int64_t c0 = 0; c0 < D && st == FOLDCP_OK; c0 += group) {
+    const int64_t gc = std::min<int64_t>(group, D - c0);
+    foldcp::ProjInGeom geo{N, N, np, np, np, 0, 0, N};
+    foldcp::AbTarget at{};
+    at.a[0] = static_cast<foldcp::bf16_raw*>(a_ws);
+    at.b[0] = static_cast<foldcp::bf16_raw*>(b_ws);
+    at.ld[0] = np;
+    at.plane[0] = l.sab;
+    at.dloc = (int)gc;
+    if (gc != D) {
+      geo.chan0 = (int)c0;
+      geo.chans = (int)gc;
+    }
+    step(foldcp::launch_proj_in_wgmma_to(L->dl, x, mask, geo, at, B, s), "launch of stage 1 (LN_in + projection)",
          __LINE__);
-  if (stage_ms && st == FOLDCP_OK) step(cudaEventRecord(ev[1], s), "cudaEventRecord", __LINE__);
-  if (st == FOLDCP_OK) step(foldcp::launch_tri_gemm(L->dl, a_ws, b_ws, z, B, N, l.sab, l.sz, s), "launch of stage 2 (triangle GEMM)", __LINE__);
-  if (stage_ms && st == FOLDCP_OK) step(cudaEventRecord(ev[2], s), "cudaEventRecord", __LINE__);
+    mark();
+    foldcp::ZTarget zt{};
+    zt.z[0] = z;
+    zt.ld[0] = np;
+    zt.plane[0] = l.sz;
+    zt.chans[0] = (int)D;
+    zt.chan0[0] = (int)c0;
+    zt.tile_rows = zt.tile_cols = (int)np;
+    zt.grid_cols = 1;
+    zt.dloc = (int)gc;
+    zt.n_store = (int)N;
+    if (st == FOLDCP_OK)
+      step(foldcp::launch_tri_gemm_to(L->dl, a_ws, b_ws, np, l.sab, zt, B, s), "launch of stage 2 (triangle GEMM)",
+           __LINE__);
+    mark();
+  }
   if (st == FOLDCP_OK)
     step(foldcp::launch_proj_out(L->dl, x, z, out, B, N, l.sz, s), "launch of stage 3 (LN_out + output projection)",
          __LINE__);
+  mark();
   if (stage_ms && st == FOLDCP_OK) {
-    step(cudaEventRecord(ev[3], s), "cudaEventRecord", __LINE__);
-    step(cudaEventSynchronize(ev[3]), "cudaEventSynchronize (forward kernels)", __LINE__);
-    for (int k = 0; k < 3 && st == FOLDCP_OK; ++k) step(cudaEventElapsedTime(&stage_ms[k], ev[k], ev[k + 1]), "cudaEventElapsedTime", __LINE__);
+    step(cudaEventSynchronize(ev[nev - 1]), "cudaEventSynchronize (forward kernels)", __LINE__);
+    stage_ms[0] = stage_ms[1] = stage_ms[2] = 0.f;
+    for (int k = 0; k + 1 < nev && st == FOLDCP_OK; ++k) {
+      float ms = 0.f;
+      step(cudaEventElapsedTime(&ms, ev[k], ev[k + 1]), "cudaEventElapsedTime", __LINE__);
+      stage_ms[k + 1 == nev - 1 ? 2 : (k % 2)] += ms;  // s1, s2 per group, then s3
+    }
   }
-  if (stage_ms)
-    for (int k = 0; k < 4; ++k) cudaEventDestroy(ev[k]);
+  for (cudaEvent_t e : ev)
+    if (e) cudaEventDestroy(e);
   return st;
 }
 
 int foldcp_trimul_forward(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out, int64_t B,
                           int64_t N, void* workspace, size_t workspace_bytes, foldcp_stream_t stream) {
-  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, stream, nullptr);
+  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, 0, stream, nullptr);
+}
+
+int foldcp_trimul_forward_group(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
+                                int64_t B, int64_t N, void* workspace, size_t workspace_bytes, int64_t group,
+                                foldcp_stream_t stream) {
+  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, group, stream, nullptr);
 }
 
 int foldcp_trimul_forward_profiled(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
                                    int64_t B, int64_t N, void* workspace, size_t workspace_bytes,
                                    foldcp_stream_t stream, float stage_ms[3]) {
   if (stage_ms == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "stage_ms is NULL: pass a float[3]");
-  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, stream, stage_ms);
+  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, 0, stream, stage_ms);
 }
 
 }  // extern "C"

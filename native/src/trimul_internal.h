@@ -28,13 +28,15 @@ struct WsLayout {
 };
 inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 bool ws_pad_enabled();
-inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D) {
+// `group` channels of a and b at a time (a channel group: stages 1 and 2 run once per group;
+// z always holds all D channels, since LN_out in stage 3 needs them); group = D is the whole.
+inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D, int64_t group) {
   WsLayout l{};
   const bool pad = ws_pad_enabled();
   l.np = padded_n(N);
   l.sab = l.np * l.np + (pad ? 128 : 0);
   l.sz = N * l.np + (pad ? 64 : 0);
-  const size_t ab = align_up((size_t)B * D * l.sab * 2, 256);
+  const size_t ab = align_up((size_t)B * group * l.sab * 2, 256);
   const size_t z = align_up((size_t)B * D * l.sz * 4, 256);
   l.a_off = 0;
   l.b_off = ab;
@@ -42,6 +44,7 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D) {
   l.total = 2 * ab + z;
   return l;
 }
+inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D) { return ws_layout(B, N, D, D); }
 
 struct DevLayer {
   int dim;
@@ -84,10 +87,14 @@ struct AbTarget {
 // visits out_rows x out_cols tokens (out_cols rounded up to 128 per CTA) and stores the columns
 // < store_cols; a token is valid (else a = b = 0) when it lies inside x, its global position
 // (g_row0 + i, g_col0 + k) lies inside the N x N grid (n_valid), and its mask is nonzero.
+// Channels: chans = 0 computes all D; otherwise channels chan0 .. chan0 + chans - 1 (both
+// multiples of 32: a channel group, see foldcp_trimul_forward_group), stored as if they were the
+// first chans channels (AbTarget channel c - chan0). Only the wgmma kernel takes a group.
 struct ProjInGeom {
   int64_t x_rows, x_cols;
   int64_t out_rows, out_cols, store_cols;
   int64_t g_row0, g_col0, n_valid;
+  int chan0 = 0, chans = 0;
 };
 
 // Stage 2 output: the triangle GEMM of local plane p = b * dloc + cl (global channel

@@ -548,6 +548,86 @@ static void inplace_test() {
   if (!ok) ++g_failures;
 }
 
+// Channel groups: a forward in groups of 32, 96, ... channels (uneven last groups included) must
+// equal the ungrouped forward bit for bit; bad groups and too little memory are refused by name.
+static void group_test(bool quick) {
+  struct GCase {
+    int64_t B, N;
+    int D, dir;
+    std::vector<int64_t> groups;
+  };
+  std::vector<GCase> cases = {{2, 130, 128, 0, {32, 96}}, {1, 257, 256, 1, {64, 96, 224}}};
+  if (!quick) cases.push_back({1, 1000, 128, 1, {32}});
+  Rng rng(4242);
+  bool ok = true;
+  for (const GCase& c : cases) {
+    HostWeights hw;
+    hw.make(c.D, true, rng);
+    const size_t nel = (size_t)c.B * c.N * c.N * c.D;
+    std::vector<uint16_t> hx(nel);
+    for (auto& v : hx) v = f2bf((float)rng.normal());
+    std::vector<uint8_t> hm((size_t)c.B * c.N * c.N);
+    for (auto& m : hm) m = rng.uniform() < 0.9 ? 1 : 0;
+    foldcp_trimul_weights wv = hw.view(c.dir, 1);
+    foldcp_trimul_layer* layer = nullptr;
+    if (foldcp_trimul_create(&wv, &layer) != FOLDCP_OK) {
+      printf("FAIL create: %s\n", foldcp_last_error());
+      ++g_failures;
+      return;
+    }
+    size_t full = 0;
+    foldcp_trimul_workspace_size(c.B, c.N, c.D, &full);
+    void *dx, *dref, *dout, *dws;
+    uint8_t* dm;
+    CUDA_OK(cudaMalloc(&dx, nel * 2));
+    CUDA_OK(cudaMalloc(&dref, nel * 2));
+    CUDA_OK(cudaMalloc(&dout, nel * 2));
+    CUDA_OK(cudaMalloc(&dm, hm.size()));
+    CUDA_OK(cudaMalloc(&dws, full));
+    CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dm, hm.data(), hm.size(), cudaMemcpyHostToDevice));
+    int rc = foldcp_trimul_forward(layer, dx, dm, dref, c.B, c.N, dws, full, nullptr);
+    std::vector<uint16_t> ref(nel), got(nel);
+    CUDA_OK(cudaDeviceSynchronize());
+    CUDA_OK(cudaMemcpy(ref.data(), dref, nel * 2, cudaMemcpyDeviceToHost));
+    for (int64_t g : c.groups) {
+      size_t need = 0;
+      int rs = foldcp_trimul_workspace_size_group(c.B, c.N, c.D, g, &need);
+      CUDA_OK(cudaMemset(dout, 0xFF, nel * 2));
+      int rg = rs == FOLDCP_OK ? foldcp_trimul_forward_group(layer, dx, dm, dout, c.B, c.N, dws, need, g, nullptr) : rs;
+      CUDA_OK(cudaDeviceSynchronize());
+      CUDA_OK(cudaMemcpy(got.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
+      const bool same = rc == FOLDCP_OK && rg == FOLDCP_OK && memcmp(ref.data(), got.data(), nel * 2) == 0;
+      int64_t pick = 0;
+      const int rp = foldcp_trimul_channel_group(c.B, c.N, c.D, need, &pick);
+      const bool picks = rp == FOLDCP_OK && pick >= g && pick <= c.D;
+      printf("%s channel group %lld of D = %d (B=%lld N=%lld dir=%d): workspace %zu of %zu bytes, equal to ungrouped "
+             "bit for bit: %s; channel_group(%zu bytes) = %lld\n",
+             same && picks ? "PASS" : "FAIL", (long long)g, c.D, (long long)c.B, (long long)c.N, c.dir, need, full,
+             same ? "yes" : "no", need, (long long)pick);
+      if (!(same && picks)) {
+        ok = false;
+        if (rg != FOLDCP_OK) printf("  forward_group: %s\n", foldcp_last_error());
+      }
+    }
+    cudaFree(dx);
+    cudaFree(dref);
+    cudaFree(dout);
+    cudaFree(dm);
+    cudaFree(dws);
+    foldcp_trimul_destroy(layer);
+  }
+  size_t bytes = 0;
+  expect_error("group 48", foldcp_trimul_workspace_size_group(1, 100, 128, 48, &bytes), FOLDCP_ERR_INVALID_ARGUMENT,
+               "channel group = 48");
+  expect_error("group > D", foldcp_trimul_workspace_size_group(1, 100, 128, 160, &bytes),
+               FOLDCP_ERR_INVALID_ARGUMENT, "channel group = 160");
+  int64_t g = 0;
+  expect_error("no memory", foldcp_trimul_channel_group(1, 4096, 256, 1 << 20, &g), FOLDCP_ERR_OUT_OF_MEMORY,
+               "needs a workspace of at least");
+  if (!ok) ++g_failures;
+}
+
 int main(int argc, char** argv) {
   bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   int dev = 0;
@@ -584,6 +664,7 @@ int main(int argc, char** argv) {
     ++n;
   }
   inplace_test();
+  group_test(quick);
   printf("TESTS: %s (%d failure(s); %d layer cases)\n", g_failures == 0 ? "ALL PASSED" : "FAILED", g_failures, n);
   return g_failures == 0 ? 0 : 1;
 }
