@@ -369,14 +369,16 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     const int kt = t % tiles_k, r = t / tiles_k;
     const int i = r % out_rows, b = r / out_rows;
     const int k0 = kt * TOK;
-    // Validity of this thread's two tokens (rows g and g + 8 of its warp's 16).
+    // Validity of this thread's two tokens (rows g and g + 8 of its warp's 16). The mask bytes
+    // are loaded here and tested after the LayerNorm, so that their latency hides behind it
+    // (tested at once, they stalled every tile: ncu, 2026-12-01).
     bool valid[2];
+    int mbyte[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int k = k0 + 64 * cw + 16 * warp + g + 8 * h;
-      bool v = (i < xr) && (k < xc) && (geo.g_row0 + i < geo.n_valid) && (geo.g_col0 + k < geo.n_valid);
-      if (v && mask != nullptr) v = mask[((int64_t)b * xr + i) * xc + k] != 0;
-      valid[h] = v;
+      valid[h] = (i < xr) && (k < xc) && (geo.g_row0 + i < geo.n_valid) && (geo.g_col0 + k < geo.n_valid);
+      mbyte[h] = (valid[h] && mask != nullptr) ? (int)__ldg(mask + ((int64_t)b * xr + i) * xc + k) : 1;
     }
     // 16-byte chunks (8 tokens) of this tile that are stored (see proj_kernels.cu).
     const int nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - k0 + 7) / 8);
@@ -396,6 +398,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     layernorm_to_frags<D>(af, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane, p_lnw, p_lnb, eps);
     __syncwarp();
     if (lane == 0) mbar_arrive(xempty0 + 8 * buf);  // this warp's rows of x are in registers
+    valid[0] = valid[0] && mbyte[0] != 0;
+    valid[1] = valid[1] && mbyte[1] != 0;
 
     for (int j = jb; j < je; ++j) {
       turn_wait(cw, issued);
@@ -646,7 +650,10 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     // Two passes of 32 tokens; thread = (token 64 cw + 32 pass + 8 warp + lane % 8, quarter
     // q = lane / 8) holds channels 32 u + 8 q + e (e < 8): whole 16-byte chunks of its A_z row, D / 4
     // values. One load instruction reads 8 consecutive tokens (one 32-byte sector) of 4 channels.
-#pragma unroll 1
+    // Both passes' loads are issued before either is reduced: twice the loads in flight (the
+    // LN_out loads were the largest stall of this kernel in ncu, 2026-12-01). 2 D / 4 registers.
+    float v[2][D / 32][8];
+#pragma unroll
     for (int pass = 0; pass < 2; ++pass) {
       const int row = 64 * cw + 32 * pass + 8 * warp + (lane & 7);
       const int q = lane >> 3;
@@ -654,27 +661,32 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
       // D / 4 addresses from the plane stride took about 8 instructions (ncu, 2026-12-01).
       const float* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + (valid ? row : 0) + (int64_t)(8 * q) * sz;
-      float v[D / 32][8];
 #pragma unroll
       for (int uu = 0; uu < D / 32; ++uu) {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          v[uu][e] = __ldcs(zp);
+          v[pass][uu][e] = __ldcs(zp);
           zp += sz;
         }
         zp += 24 * sz;
       }
+    }
+#pragma unroll
+    for (int pass = 0; pass < 2; ++pass) {
+      const int row = 64 * cw + 32 * pass + 8 * warp + (lane & 7);
+      const int q = lane >> 3;
+      const bool valid = row < jvalid;
       if (!valid) {
 #pragma unroll
         for (int uu = 0; uu < D / 32; ++uu)
 #pragma unroll
-          for (int e = 0; e < 8; ++e) v[uu][e] = 0.f;
+          for (int e = 0; e < 8; ++e) v[pass][uu][e] = 0.f;
       }
       float sum = 0.f;
 #pragma unroll
       for (int uu = 0; uu < D / 32; ++uu)
 #pragma unroll
-        for (int e = 0; e < 8; ++e) sum += v[uu][e];
+        for (int e = 0; e < 8; ++e) sum += v[pass][uu][e];
       sum += __shfl_xor_sync(0xffffffffu, sum, 8);
       sum += __shfl_xor_sync(0xffffffffu, sum, 16);
       const float mean = sum * (1.0f / D);
@@ -683,7 +695,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       for (int uu = 0; uu < D / 32; ++uu)
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          const float dd = v[uu][e] - mean;
+          const float dd = v[pass][uu][e] - mean;
           sq += dd * dd;
         }
       sq += __shfl_xor_sync(0xffffffffu, sq, 8);
@@ -701,8 +713,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         uint32_t pk[4];
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          pk[e] = pack_bf16x2((v[uu][2 * e] - mean) * rstd * w[2 * e] + bb[2 * e],
-                              (v[uu][2 * e + 1] - mean) * rstd * w[2 * e + 1] + bb[2 * e + 1]);
+          pk[e] = pack_bf16x2((v[pass][uu][2 * e] - mean) * rstd * w[2 * e] + bb[2 * e],
+                              (v[pass][uu][2 * e + 1] - mean) * rstd * w[2 * e + 1] + bb[2 * e + 1]);
         // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte row
         const uint32_t dst = swz128(s_az + (uint32_t)(uu >> 1) * KB_BYTES, row, 4 * (uu & 1) + q);
         asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(pk[0]), "r"(pk[1]), "r"(pk[2]),
