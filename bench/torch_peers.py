@@ -84,6 +84,12 @@ class Ours:
         L.foldcp_trimul_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                             ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t,
                                             ctypes.c_void_p]
+        L.foldcp_trimul_channel_group.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_size_t,
+                                                                         ctypes.POINTER(ctypes.c_int64)]
+        L.foldcp_trimul_workspace_size_group.argtypes = [ctypes.c_int64] * 4 + [ctypes.POINTER(ctypes.c_size_t)]
+        L.foldcp_trimul_forward_group.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                                  ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t,
+                                                  ctypes.c_int64, ctypes.c_void_p]
 
     def check(self, rc, what):
         if rc != 0:
@@ -106,6 +112,25 @@ class Ours:
         n = ctypes.c_size_t()
         self.check(self.lib.foldcp_trimul_workspace_size(B, N, D, ctypes.byref(n)), "workspace_size")
         return n.value
+
+    def channel_group(self, B, N, D, bytes_available):
+        g = ctypes.c_int64()
+        self.check(self.lib.foldcp_trimul_channel_group(B, N, D, ctypes.c_size_t(bytes_available),
+                                                        ctypes.byref(g)), "channel_group")
+        return g.value
+
+    def ws_bytes_group(self, B, N, D, group):
+        n = ctypes.c_size_t()
+        self.check(self.lib.foldcp_trimul_workspace_size_group(B, N, D, group, ctypes.byref(n)),
+                   "workspace_size_group")
+        return n.value
+
+    def forward_group(self, h, x, mask_u8, out, ws, group):
+        B, N = x.shape[0], x.shape[1]
+        self.check(self.lib.foldcp_trimul_forward_group(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
+                                                        ws.data_ptr(), ws.numel(), group,
+                                                        torch.cuda.current_stream().cuda_stream), "forward_group")
+        return out
 
     def forward(self, h, x, mask_u8, out, ws):
         B, N = x.shape[0], x.shape[1]
@@ -156,6 +181,102 @@ def correctness(ours, compile_ok):
     return lines
 
 
+def sampled_reference(x, m, p64, direction, S, T):
+    """float64 output at tokens (i, j), i in S, j in T, of a pair tensor too large for a whole
+    float64 reference: a for the rows (outgoing) or columns (incoming) S, b for T, then z, LN_out
+    and the output projection at those tokens only. Returns (|S|, |T|, D) float64."""
+    D = x.shape[-1]
+    idx = torch.tensor(S + T, device=x.device)
+    if direction == "outgoing":
+        xs, ms = x[0, idx].double(), m[0, idx].double()          # (|S|+|T|, N, D): rows
+    else:
+        xs, ms = x[0, :, idx].double(), m[0, :, idx].double()    # (N, |S|+|T|, D): columns
+    xn = F.layer_norm(xs, (D,), p64["norm_in.weight"], p64["norm_in.bias"], EPS)
+    ab = torch.sigmoid(F.linear(xn, p64["g_in.weight"], p64.get("g_in.bias"))) * F.linear(
+        xn, p64["p_in.weight"], p64.get("p_in.bias"))
+    ab = ab * ms.unsqueeze(-1)
+    ns = len(S)
+    if direction == "outgoing":
+        z = torch.einsum("ikc,jkc->ijc", ab[:ns, :, :D], ab[ns:, :, D:])
+        xij = xn[:ns][:, torch.tensor(T, device=x.device)]    # LN_in(x) at (i, j): rows S, columns T
+    else:
+        z = torch.einsum("kic,kjc->ijc", ab[:, :ns, :D], ab[:, ns:, D:])
+        xij = xn[torch.tensor(S, device=x.device), ns:]       # rows S of the columns T
+    zn = F.layer_norm(z, (D,), p64["norm_out.weight"], p64["norm_out.bias"], EPS)
+    return torch.sigmoid(F.linear(xij, p64["g_out.weight"], p64.get("g_out.bias"))) * F.linear(
+        zn, p64["p_out.weight"], p64.get("p_out.bias"))
+
+
+def memory_scale(ours, shapes, args, gpu):
+    """Pair tensors whose intermediates do not fit at once: ours in place (out = x) in the
+    largest channel group that fits what is free, checked on a sampled block against float64;
+    torch eager tried on the same input (out-of-memory recorded). Rows for the memory CSV."""
+    dev = "cuda"
+    date = datetime.date.today().isoformat()
+    rows = []
+    for si, (B, N, D) in enumerate(shapes):
+        for direction in ("outgoing", "incoming"):
+            gen = torch.Generator().manual_seed(2000 + si)
+            p32 = make_weights(D, gen)
+            p64 = {k: v.double().to(dev) for k, v in p32.items()}
+            pb = {k: v.to(dev, torch.bfloat16) for k, v in p32.items()}
+            torch.cuda.empty_cache()
+            torch.cuda.reset_peak_memory_stats()
+            x = torch.randn(B, N, N, D, device=dev, dtype=torch.bfloat16)
+            mu8 = (torch.rand(B, N, N, device=dev) > 0.05).to(torch.uint8)
+            g = torch.Generator().manual_seed(3000 + si)
+            S = sorted(torch.randperm(N, generator=g)[:2].tolist())
+            T = sorted(torch.randperm(N, generator=g)[:64].tolist())
+            ref = sampled_reference(x, mu8, p64, direction, S, T)
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+            # torch eager first (it leaves x intact); its peak is what it reached before failing
+            status, med, peak = "ok", "", 0.0
+            torch.cuda.reset_peak_memory_stats()
+            try:
+                r = make_trimul(direction)(x, mu8.to(torch.bfloat16), pb)
+                torch.cuda.synchronize()
+                del r
+            except torch.OutOfMemoryError:
+                status = "oom"
+            peak = torch.cuda.max_memory_allocated() / 2**30
+            torch.cuda.empty_cache()
+            rows.append([date, args.commit, gpu, direction, B, N, D, "torch_eager", med, f"{peak:.2f}", status, "", "", ""])
+            print(f"memory {direction} ({B},{N},{D}) torch_eager: {status}, peak {peak:.1f} GiB", flush=True)
+            # ours, in place, channel group from what is free
+            h = ours.layer(p32, direction)
+            free, _ = torch.cuda.mem_get_info()
+            group = ours.channel_group(B, N, D, free - (2 << 30))
+            torch.cuda.reset_peak_memory_stats()
+            ws = torch.empty(ours.ws_bytes_group(B, N, D, group), dtype=torch.uint8, device=dev)
+            ours.forward_group(h, x, mu8, x, ws, group)
+            torch.cuda.synchronize()
+            got = x[0, torch.tensor(S, device=dev)][:, torch.tensor(T, device=dev)].double()
+            err = rel_err(got, ref)
+            times = []
+            e0 = torch.cuda.Event(enable_timing=True)
+            e1 = torch.cuda.Event(enable_timing=True)
+            for _ in range(max(10, args.iters)):
+                e0.record()
+                ours.forward_group(h, x, mu8, x, ws, group)
+                e1.record()
+                e1.synchronize()
+                times.append(e0.elapsed_time(e1))
+            peak = torch.cuda.max_memory_allocated() / 2**30
+            ok = err == err and err <= 1e-2
+            med = statistics.median(times)
+            rows.append([date, args.commit, gpu, direction, B, N, D, "ours", f"{med:.3f}", f"{peak:.2f}",
+                         "ok" if ok else "inaccurate", group, f"{err:.3e}", len(S) * len(T)])
+            flops = 2 * B * N**3 * D + 12 * B * N**2 * D**2
+            print(f"memory {direction} ({B},{N},{D}) ours: {med:.1f} ms ({flops / med / 1e9:.0f} TFLOP/s), "
+                  f"channel group {group}, peak {peak:.1f} GiB, sampled rel err {err:.2e} on {len(S)}x{len(T)} tokens "
+                  f"({'PASS' if ok else 'FAIL'})", flush=True)
+            ours.lib.foldcp_trimul_destroy(h)
+            x = mu8 = ws = ref = got = None
+            torch.cuda.empty_cache()
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
@@ -166,6 +287,10 @@ def main():
     ap.add_argument("--compile-max-n", type=int, default=2048)
     ap.add_argument("--no-compile", action="store_true")
     ap.add_argument("--commit", default=os.environ.get("FOLDCP_COMMIT", "unknown"))
+    ap.add_argument("--memory-shapes", default="",
+                    help="shapes for the memory-scale arms (e.g. '1,12288,128;1,8192,256'): ours in channel groups, "
+                         "in place, checked on a sampled block against float64; torch eager tried")
+    ap.add_argument("--memory-csv", default="", help="where the memory-scale rows go")
     ap.add_argument("--budget-s", type=float, default=1e9,
                     help="wall-clock budget: torch.compile arms are skipped when less than 100 s are left, "
                          "remaining shapes when less than 25 s are left")
@@ -180,6 +305,17 @@ def main():
 
     for line in correctness(ours, not args.no_compile):
         print(line, flush=True)
+
+    if args.memory_shapes:
+        mshapes = [tuple(int(v) for v in s.split(",")) for s in args.memory_shapes.split(";") if s.strip()]
+        mrows = memory_scale(ours, mshapes, args, gpu)
+        if args.memory_csv:
+            with open(args.memory_csv, "w") as f:
+                f.write(f"# python3 bench/torch_peers.py {' '.join(sys.argv[1:])}\n")
+                f.write("date,commit,gpu,direction,B,N,D,arm,median_ms,peak_gib,status,channel_group,"
+                        "sampled_rel_err,sampled_tokens\n")
+                for r in mrows:
+                    f.write(",".join(str(v) for v in r) + "\n")
 
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes.split(";") if s.strip()]
     date = datetime.date.today().isoformat()

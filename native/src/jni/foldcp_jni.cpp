@@ -68,6 +68,22 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_workspaceSize(JNIEn
   return static_cast<jlong>(bytes);
 }
 
+JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_workspaceSizeGroup(JNIEnv* env, jclass, jlong b,
+                                                                                jlong n, jlong d, jlong group) {
+  size_t bytes = 0;
+  if (check(env, foldcp_trimul_workspace_size_group(b, n, d, group, &bytes), "foldcp_trimul_workspace_size_group"))
+    return -1;
+  return static_cast<jlong>(bytes);
+}
+
+JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_channelGroup(JNIEnv* env, jclass, jlong b, jlong n,
+                                                                          jlong d, jlong bytes_available) {
+  int64_t group = 0;
+  const size_t avail = bytes_available > 0 ? static_cast<size_t>(bytes_available) : 0;
+  if (check(env, foldcp_trimul_channel_group(b, n, d, avail, &group), "foldcp_trimul_channel_group")) return -1;
+  return static_cast<jlong>(group);
+}
+
 JNIEXPORT jdouble JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_flops(JNIEnv*, jclass, jlong b, jlong n, jlong d) {
   return foldcp_trimul_flops(b, n, d);
 }
@@ -87,16 +103,17 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_destroyLayer(JNIEnv*
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forward(JNIEnv* env, jclass, jlong layer, jlong x,
                                                                     jlong mask, jlong out, jlong b, jlong n,
-                                                                    jlong ws, jlong ws_bytes, jlong stream) {
+                                                                    jlong ws, jlong ws_bytes, jlong group,
+                                                                    jlong stream) {
   if (ws_bytes < 0) {
     throw_plain(env, kInvalidInput, "workspace bytes = " + std::to_string(ws_bytes) + ": must be >= 0");
     return;
   }
   check(env,
-        foldcp_trimul_forward(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
-                              as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
-                              static_cast<size_t>(ws_bytes), as_ptr<struct CUstream_st>(stream)),
-        "foldcp_trimul_forward");
+        foldcp_trimul_forward_group(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
+                                    as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
+                                    static_cast<size_t>(ws_bytes), group, as_ptr<struct CUstream_st>(stream)),
+        "foldcp_trimul_forward_group");
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIEnv* env, jclass, jlong layer,

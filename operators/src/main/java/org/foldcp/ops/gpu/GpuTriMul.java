@@ -53,6 +53,7 @@ public final class GpuTriMul implements TriMulBackend {
   private final GpuStream stream;
   private final Staging staging;
   private final int maxCachedLayers;
+  private final long memoryBudget;
   private final LinkedHashMap<String, NativeLayer> layers = new LinkedHashMap<>(16, 0.75f, true);
   private Resident resident;
   private boolean closed;
@@ -77,8 +78,21 @@ public final class GpuTriMul implements TriMulBackend {
   }
 
   public GpuTriMul(int deviceOrdinal, int maxCachedLayers) {
+    this(deviceOrdinal, maxCachedLayers, 0L);
+  }
+
+  /**
+   * As {@link #GpuTriMul(int, int)}, with at most {@code memoryBudgetBytes} of device memory for
+   * the resident buffers (pair tensor, mask, workspace; 0 = whatever is free). A shape whose
+   * whole workspace does not fit runs stages 1-2 in channel groups (same result, bit for bit),
+   * chosen once per shape and logged.
+   */
+  public GpuTriMul(int deviceOrdinal, int maxCachedLayers, long memoryBudgetBytes) {
     InvalidInputException.require(maxCachedLayers >= 1, "maxCachedLayers", maxCachedLayers,
         "the layer cache must hold at least one layer");
+    InvalidInputException.require(memoryBudgetBytes >= 0, "memoryBudgetBytes", memoryBudgetBytes,
+        "the device memory budget must be >= 0 (0: whatever is free)");
+    this.memoryBudget = memoryBudgetBytes;
     String why = availability(deviceOrdinal);
     if (why != null) {
       throw new GpuException(why);
@@ -248,7 +262,7 @@ public final class GpuTriMul implements TriMulBackend {
         // In place on the resident copy (the kernels allow out == x); into the caller's buffer
         // for the test hook (one layer only).
         NativeTriMul.forward(h, r.x.address(), mask, result.address(), b, n, r.ws.address(), r.ws.bytes(),
-            stream.handle());
+            r.group, stream.handle());
         layerRuns++;
       }
       PairTensor y = PairTensor.zeros(b, n, n, d);
@@ -389,14 +403,29 @@ public final class GpuTriMul implements TriMulBackend {
     long maskBytes = masked ? (long) b * n * n : 0;
     long wsBytes = NativeTriMul.workspaceSize(b, n, d);
     GpuDevice.MemInfo mem = device.memInfo();
-    long need = xBytes + maskBytes + wsBytes;
-    if (need > mem.free()) {
-      throw new GpuException("(B, N, D) = (" + b + ", " + n + ", " + d + ") needs " + mib(need)
-          + " of device memory (pair tensor " + mib(xBytes) + ", mask " + mib(maskBytes) + ", workspace "
-          + mib(wsBytes) + ") but device " + device.ordinal() + " (" + device.name() + ") has " + mib(mem.free())
-          + " free of " + mib(mem.total()));
+    long budget = memoryBudget > 0 ? Math.min(memoryBudget, mem.free()) : mem.free();
+    long group = d;
+    if (xBytes + maskBytes + wsBytes > budget) {
+      // The intermediates of all channels do not fit: stages 1 and 2 run in channel groups (the
+      // workspace holds a and b for one group, z for all channels); same result, bit for bit.
+      long left = budget - xBytes - maskBytes;
+      try {
+        group = NativeTriMul.channelGroup(b, n, d, Math.max(0, left));
+      } catch (GpuException e) {
+        throw new GpuException("(B, N, D) = (" + b + ", " + n + ", " + d + ") does not fit on device "
+            + device.ordinal() + " (" + device.name() + "): pair tensor " + mib(xBytes) + ", mask " + mib(maskBytes)
+            + ", and a workspace of at least " + mib(NativeTriMul.workspaceSizeGroup(b, n, d, 32))
+            + " (channel groups of 32), with " + mib(budget) + " available (" + mib(mem.free()) + " free of "
+            + mib(mem.total()) + (memoryBudget > 0 ? ", budget " + mib(memoryBudget) : "") + ")");
+      }
+      long full = wsBytes;
+      wsBytes = NativeTriMul.workspaceSizeGroup(b, n, d, group);
+      long g = group;
+      LOG.log(System.Logger.Level.INFO, () -> "(B, N, D) = (" + b + ", " + n + ", " + d + "): the whole workspace ("
+          + mib(full) + ") does not fit in " + mib(budget) + " with the pair tensor; stages 1-2 run in channel groups of "
+          + g + " (workspace " + mib(NativeTriMul.workspaceSizeGroup(b, n, d, g)) + ")");
     }
-    Resident r = new Resident(b, n, d);
+    Resident r = new Resident(b, n, d, group);
     try {
       r.x = DeviceBuffer.allocate(device, xBytes, "pair tensor (B, N, N, D) bf16 for (" + b + ", " + n + ", " + d + ")");
       r.ws = DeviceBuffer.allocate(device, wsBytes, "workspace for (B, N, D) = (" + b + ", " + n + ", " + d + ")");
@@ -410,6 +439,11 @@ public final class GpuTriMul implements TriMulBackend {
     resident = r;
     residentAllocations++;
     return r;
+  }
+
+  /** Channels per group of stages 1-2 for the resident shape (its D: not grouped); 0 before the first forward. */
+  public synchronized long channelGroup() {
+    return resident == null ? 0 : resident.group;
   }
 
   private static String mib(long bytes) {
@@ -595,14 +629,17 @@ public final class GpuTriMul implements TriMulBackend {
     final int b;
     final int n;
     final int d;
+    /** Channels per group of stages 1-2 (d: one group). */
+    final long group;
     DeviceBuffer x;
     DeviceBuffer mask;
     DeviceBuffer ws;
 
-    Resident(int b, int n, int d) {
+    Resident(int b, int n, int d, long group) {
       this.b = b;
       this.n = n;
       this.d = d;
+      this.group = group;
     }
 
     boolean matches(int b2, int n2, int d2) {

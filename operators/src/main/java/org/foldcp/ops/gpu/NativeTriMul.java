@@ -51,6 +51,19 @@ public final class NativeTriMul {
   /** Device workspace bytes one forward of (B, N, D) needs (no device needed). */
   public static native long workspaceSize(long batch, long n, long dim);
 
+  /**
+   * Device workspace bytes of a forward in channel groups of {@code group} channels (a multiple
+   * of 32 in [32, D]): a and b for one group, z for all D channels (no device needed).
+   */
+  public static native long workspaceSizeGroup(long batch, long n, long dim, long group);
+
+  /**
+   * The largest channel group whose workspace fits in {@code bytesAvailable}: D when the whole
+   * workspace fits; throws {@link GpuException} (FOLDCP_ERR_OUT_OF_MEMORY, naming the bytes a
+   * group of 32 needs) when none does (no device needed).
+   */
+  public static native long channelGroup(long batch, long n, long dim, long bytesAvailable);
+
   /** FLOPs of one layer as BENCHMARKS.md counts them: 2 B N^3 D + 12 B N^2 D^2. */
   public static native double flops(long batch, long n, long dim);
 
@@ -69,10 +82,11 @@ public final class NativeTriMul {
   /**
    * One forward, asynchronous on {@code stream}: x and out are bf16 (B, N, N, D) device buffers
    * (out may equal x), mask a uint8 (B, N, N) device buffer or 0, workspace at least
-   * {@link #workspaceSize} bytes.
+   * {@link #workspaceSizeGroup} bytes for {@code group} (D, or 0, is the whole: {@link #workspaceSize}).
+   * The result does not depend on the group, bit for bit.
    */
   public static native void forward(long layer, long x, long mask, long out, long batch, long n,
-      long workspace, long workspaceBytes, long stream);
+      long workspace, long workspaceBytes, long group, long stream);
 
   /** As {@link #forward}, but waits and stores the milliseconds of the 3 stages in {@code stageMs}. */
   public static native void forwardProfiled(long layer, long x, long mask, long out, long batch, long n,

@@ -162,6 +162,34 @@ class GpuTriMulTest {
     Tensors.assertWithinContract(y, Reference64.toDoubles(cpu.forward(x, stack)), "3-layer stack vs CpuTriMul");
   }
 
+  /**
+   * A device-memory budget too small for the whole workspace: stages 1-2 run in channel groups,
+   * and the output equals the ungrouped one bit for bit; a budget too small even for groups of
+   * 32 fails before any upload, naming the sizes.
+   */
+  @Test
+  void smallMemoryBudgetRunsInChannelGroups() {
+    int n = 300;
+    int d = 128;
+    PairTensor x = GpuTests.input(1, n, d, 91, true);
+    TriMulLayer layer = new TriMulLayer(TriMulSpec.of(Direction.INCOMING, true), LayerWeights.random(d, 92, true));
+    PairTensor whole = gpu.forward(x, layer);
+    assertEquals(d, gpu.channelGroup(), "the default instance has room for the whole workspace");
+    long tensors = (long) n * n * d * 2 + (long) n * n;
+    long budget = tensors + NativeTriMul.workspaceSizeGroup(1, n, d, 64) + 4096;
+    try (GpuTriMul small = new GpuTriMul(0, 2, budget)) {
+      PairTensor grouped = small.forward(x, layer);
+      assertEquals(64, small.channelGroup(), "the largest group that fits the budget");
+      assertTrue(grouped.sameAs(whole), "channel groups give the ungrouped result, bit for bit");
+    }
+    try (GpuTriMul tiny = new GpuTriMul(0, 2, tensors + 1024)) {
+      GpuException e = assertThrows(GpuException.class, () -> tiny.forward(x, layer));
+      assertTrue(e.getMessage().contains("does not fit on device") && e.getMessage().contains("channel groups of 32"),
+          e.getMessage());
+      assertEquals(0, tiny.stats().uploads(), "refused before any upload");
+    }
+  }
+
   @Test
   void layersAreCachedByDigestAndSpec() {
     try (GpuTriMul g = new GpuTriMul(0, 2)) {
