@@ -13,7 +13,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 import org.apache.spark.SparkConf;
-import org.apache.spark.SparkEnv;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.Reshard;
@@ -369,16 +368,6 @@ public final class FoldCpConf implements Serializable {
   @Override
   public String toString() {
     return "FoldCpConf(" + describe() + ")";
-  }
-
-  /**
-   * One key as this JVM's SparkConf has it, default outside Spark, without validating the other
-   * keys: for code on executors that must also run where the fold-cp plugin (and so the validated
-   * {@code ExecutorState} conf) is not loaded.
-   */
-  public static <T> T readFromSparkEnv(ConfKey<T> key) {
-    SparkEnv env = SparkEnv.get();
-    return env == null ? key.parseDefault() : key.parse(env.conf().get(key.name(), key.defaultValue()));
   }
 
   /** The keys as a Markdown table (key | default | meaning), as README.md shows it. */

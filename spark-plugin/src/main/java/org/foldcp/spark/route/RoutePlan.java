@@ -6,6 +6,7 @@ import java.util.Objects;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.Reshard;
 import org.foldcp.ops.gpu.cp.StoreRoute;
+import org.foldcp.spark.config.FoldCpConf;
 
 /**
  * How a route runs, decided on the driver before anything executes: which route, the backend,
@@ -33,7 +34,19 @@ public final class RoutePlan implements Serializable {
     /** The task's GPU (sm_90); a task without one fails with the reason. */
     GPU,
     /** The task's GPU where it has a usable one, else the CPU (with a warning in the task log). */
-    AUTO
+    AUTO;
+
+    /**
+     * Where a whole complex (cp = 1) computes under {@code conf}: the CPU when route cpu forces
+     * it or GPUs are disabled, the GPU when route gpu forces it, else the task's GPU where
+     * usable. The one rule for the single route and for rows of foldcp_trimul.
+     */
+    public static Backend of(FoldCpConf conf) {
+      if (!conf.gpuEnabled() || conf.route() == FoldCpConf.Route.CPU) {
+        return CPU;
+      }
+      return conf.route() == FoldCpConf.Route.GPU ? GPU : AUTO;
+    }
   }
 
   /** How the ranks of a barrier plan exchange the reshards. */
@@ -132,8 +145,18 @@ public final class RoutePlan implements Serializable {
     }
   }
 
+  /**
+   * A plan of {@code kind} on the CPU backend with the timeouts and input check of {@code conf};
+   * the other settings come from the caller (the route chooser decides them).
+   */
+  public static RoutePlan of(Kind kind, CpGrid grid, int threadsPerTask, FoldCpConf conf, String reason) {
+    return new RoutePlan(kind, grid, threadsPerTask, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(),
+        reason).withAllowNonFinite(conf.allowNonFinite());
+  }
+
+  /** A cp = 1 plan on the CPU backend with the default settings. */
   public static RoutePlan single(int threadsPerTask, String reason) {
-    return new RoutePlan(Kind.SINGLE, CpGrid.oneD(1), threadsPerTask, 300_000, 30_000, reason);
+    return of(Kind.SINGLE, CpGrid.oneD(1), threadsPerTask, FoldCpConf.defaults(), reason);
   }
 
   /** The same plan computing on {@code b}. */

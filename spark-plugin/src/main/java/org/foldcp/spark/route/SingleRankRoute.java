@@ -10,6 +10,7 @@ import org.foldcp.ops.NonFiniteInputException;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.gpu.BorrowedGpu;
 import org.foldcp.spark.tiles.PairTiles;
 import org.foldcp.spark.tiles.TileRecord;
 
@@ -45,7 +46,7 @@ public final class SingleRankRoute implements TileRoute {
           metrics.computeNanos(System.nanoTime() - t0);
           TileRecord o = new TileRecord(r.complexId, r.nTokens, 0, 0, y);
           metrics.tiles(1);
-          if ("gpu".equals(backend.name())) {
+          if (backend instanceof BorrowedGpu) {
             metrics.gpuTiles(1);
           }
           metrics.bytesOut(o.pairBytes());

@@ -12,6 +12,7 @@ import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.TileRoute;
@@ -73,7 +74,7 @@ public final class ShuffleRoute implements TileRoute {
 
   /** A plan for this route. */
   public static RoutePlan plan(CpGrid grid, int threadsPerTask, String reason) {
-    return new RoutePlan(RoutePlan.Kind.SHUFFLE, grid, threadsPerTask, 300_000, 30_000, reason);
+    return RoutePlan.of(RoutePlan.Kind.SHUFFLE, grid, threadsPerTask, FoldCpConf.defaults(), reason);
   }
 
   @Override
