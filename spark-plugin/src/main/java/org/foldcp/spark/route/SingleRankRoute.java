@@ -25,6 +25,7 @@ public final class SingleRankRoute implements TileRoute {
     int threads = plan.threadsPerTask;
     RoutePlan.Backend where = plan.backend;
     boolean allowNonFinite = plan.allowNonFinite;
+    SharedStack shared = SharedStack.of(tiles.context(), stack);
     return tiles.mapPartitions(it -> {
       List<TileRecord> out = new ArrayList<>();
       if (!it.hasNext()) {
@@ -39,7 +40,7 @@ public final class SingleRankRoute implements TileRoute {
           PairTensor y;
           try {
             // The backend checks for NaN and Inf (on the GPU, within its upload's copy loop).
-            y = backend.forward(r.tile, stack, allowNonFinite);
+            y = backend.forward(r.tile, shared.get(), allowNonFinite);
           } catch (NonFiniteInputException e) {
             throw NonFiniteInput.about(e, r);
           }
