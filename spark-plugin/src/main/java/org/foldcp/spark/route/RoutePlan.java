@@ -15,7 +15,7 @@ import org.foldcp.spark.config.FoldCpConf;
  * {@code reason} says why this route was chosen (logged and shown by explain()).
  */
 public final class RoutePlan implements Serializable {
-  private static final long serialVersionUID = 3L;
+  private static final long serialVersionUID = 4L;
 
   /** The ways a TriMul stack can run on Spark (DESIGN.md section 3). */
   public enum Kind {
@@ -97,6 +97,8 @@ public final class RoutePlan implements Serializable {
   public final String reason;
   /** Whether input holding NaN or Inf may go through (spark.foldcp.input.allowNonFinite); false: it fails. */
   public final boolean allowNonFinite;
+  /** Which SQL metrics the operator keeps (spark.foldcp.metrics.level); not part of how the route runs. */
+  public final FoldCpConf.MetricsLevel metricsLevel;
 
   /** A plan on the CPU backend; a barrier plan's team talks over TCP. */
   public RoutePlan(Kind kind, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis, long connectTimeoutMillis,
@@ -118,12 +120,14 @@ public final class RoutePlan implements Serializable {
   public RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason) {
     this(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason,
-        false);
+        false, FoldCpConf.MetricsLevel.ESSENTIAL);
   }
 
   private RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
-                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason, boolean allowNonFinite) {
+                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason, boolean allowNonFinite,
+                    FoldCpConf.MetricsLevel metricsLevel) {
     this.allowNonFinite = allowNonFinite;
+    this.metricsLevel = Objects.requireNonNull(metricsLevel, "metricsLevel");
     this.kind = Objects.requireNonNull(kind, "kind");
     this.backend = Objects.requireNonNull(backend, "backend");
     this.transport = Objects.requireNonNull(transport, "transport");
@@ -151,7 +155,7 @@ public final class RoutePlan implements Serializable {
    */
   public static RoutePlan of(Kind kind, CpGrid grid, int threadsPerTask, FoldCpConf conf, String reason) {
     return new RoutePlan(kind, grid, threadsPerTask, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(),
-        reason).withAllowNonFinite(conf.allowNonFinite());
+        reason).withAllowNonFinite(conf.allowNonFinite()).withMetricsLevel(conf.metricsLevel());
   }
 
   /** A cp = 1 plan on the CPU backend with the default settings. */
@@ -162,19 +166,25 @@ public final class RoutePlan implements Serializable {
   /** The same plan computing on {@code b}. */
   public RoutePlan withBackend(Backend b) {
     return new RoutePlan(kind, b, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason, allowNonFinite);
+        connectTimeoutMillis, reason, allowNonFinite, metricsLevel);
   }
 
   /** The same plan letting input with NaN or Inf through ({@code allow}) or failing on it. */
   public RoutePlan withAllowNonFinite(boolean allow) {
     return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason, allow);
+        connectTimeoutMillis, reason, allow, metricsLevel);
+  }
+
+  /** The same plan keeping the operator's SQL metrics of {@code level}. */
+  public RoutePlan withMetricsLevel(FoldCpConf.MetricsLevel level) {
+    return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
+        connectTimeoutMillis, reason, allowNonFinite, level);
   }
 
   /** The same barrier plan with GPU ranks in an NVSHMEM team. */
   public RoutePlan withNvshmem(Nvshmem settings) {
     return new RoutePlan(kind, Backend.GPU, Transport.NVSHMEM, Objects.requireNonNull(settings, "settings"), grid,
-        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason, allowNonFinite);
+        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason, allowNonFinite, metricsLevel);
   }
 
   /**
