@@ -148,6 +148,8 @@ public final class TriMulJob {
     if (o.threads > 0) {
       m.put("spark.foldcp.cpu.threads", Integer.toString(o.threads));
     }
+    // The report prints the per-stage times and bytes moved, which the essential level omits.
+    m.putIfAbsent(FoldCpConf.METRICS_LEVEL.name(), FoldCpConf.MetricsLevel.DEBUG.label());
     return m;
   }
 

@@ -7,6 +7,7 @@ import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.route.NonFiniteInput;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.route.TileRoute;
 import org.foldcp.spark.tiles.Retiling;
 import org.foldcp.spark.tiles.TileRecord;
@@ -55,7 +56,8 @@ public final class BarrierRoute implements TileRoute {
         .map(keyed -> Retiling.assemble(keyed._1(), keyed._2(), grid));
     ClassTag<TileRecord> tag = ClassTag$.MODULE$.apply(TileRecord.class);
     boolean gpu = plan.transport == RoutePlan.Transport.NVSHMEM;
-    RankBody body = gpu ? new GpuRankTask(stack, plan, metrics) : new RankTask(stack, plan, metrics);
+    SharedStack shared = SharedStack.of(tiles.context(), stack);
+    RankBody body = gpu ? new GpuRankTask(shared, plan, metrics) : new RankTask(shared, plan, metrics);
     RDD<TileRecord> out = layoutTiles.rdd().barrier().mapPartitions(body, false, tag);
     if (gpu) {
       LOG.info("TriMul route: {}, {} layers of D = {}, GPU ranks in an NVSHMEM team ({})", plan, stack.size(),

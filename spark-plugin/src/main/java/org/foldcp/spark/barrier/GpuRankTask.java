@@ -17,6 +17,7 @@ import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.route.TaskBackends;
 import org.foldcp.spark.tiles.TileRecord;
 import org.slf4j.Logger;
@@ -34,7 +35,7 @@ import org.slf4j.LoggerFactory;
  *   <li>forms, or reuses, this executor's NVSHMEM team ({@link NvshmemTeam#form}) through the
  *       stage's allGather ({@link BarrierRendezvous});
  *   <li>runs every complex through a {@link CpGpuStack}, one stack per complex shape (N, D) at a
- *       time: complexes of one shape share a stack, which is closed (collectively, on every rank
+ *       time: complexes of one shape share a stack(), which is closed (collectively, on every rank
  *       in the same order) before the next shape's is made, so the symmetric heap holds one
  *       plan at a time.
  * </ol>
@@ -45,7 +46,7 @@ final class GpuRankTask extends RankBody {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(GpuRankTask.class);
 
-  GpuRankTask(LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+  GpuRankTask(SharedStack stack, RoutePlan plan, RouteMetrics metrics) {
     super(stack, plan, metrics);
     if (plan.nvshmem == null) {
       throw new IllegalArgumentException("GPU ranks need an NVSHMEM plan, not " + plan);
@@ -66,7 +67,7 @@ final class GpuRankTask extends RankBody {
       int device = TaskBackends.requireTaskGpu();
       Map<String, TileRecord> mine = RankTask.tilesOf(rank, input, plan.grid);
       String memberId = TeamFormation.memberId(env);
-      TeamFormation.Agreement agreed = TeamFormation.announce(ctx, plan, stack, mine.values(), memberId);
+      TeamFormation.Agreement agreed = TeamFormation.announce(ctx, plan, stack(), mine.values(), memberId);
       NvshmemTeam team = NvshmemTeam.form(new NvshmemTeam.Spec(device, plan.nvshmem.heapBytes(),
           Duration.ofMillis(plan.barrierTimeoutMillis), plan.nvshmem.home(), memberId),
           new BarrierRendezvous(rank, plan.grid.size(), ctx::allGather));
@@ -85,7 +86,7 @@ final class GpuRankTask extends RankBody {
     String route = "";
     for (List<ComplexShape> group : byShape(complexes).values()) {
       ComplexShape shape = group.get(0);
-      try (CpGpuStack cp = new CpGpuStack(team, plan.grid, shape.nTokens(), 1, stack, plan.nvshmem.storeRoute(),
+      try (CpGpuStack cp = new CpGpuStack(team, plan.grid, shape.nTokens(), 1, stack(), plan.nvshmem.storeRoute(),
           plan.nvshmem.reshard())) {
         route = cp.route().label();
         for (ComplexShape c : group) {

@@ -7,6 +7,7 @@ import org.apache.spark.BarrierTaskContext;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.tiles.TileRecord;
 import scala.jdk.javaapi.CollectionConverters;
 import scala.runtime.AbstractFunction1;
@@ -20,12 +21,13 @@ abstract class RankBody extends AbstractFunction1<scala.collection.Iterator<Tile
     implements Serializable {
   private static final long serialVersionUID = 1L;
 
-  protected final LayerStack stack;
+  /** The weights, by broadcast (see {@link SharedStack}); {@link #stack()} fetches them on the executor. */
+  private final SharedStack shared;
   protected final RoutePlan plan;
   protected final RouteMetrics metrics;
 
-  RankBody(LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
-    this.stack = stack;
+  RankBody(SharedStack shared, RoutePlan plan, RouteMetrics metrics) {
+    this.shared = shared;
     this.plan = plan;
     this.metrics = metrics;
   }
@@ -34,6 +36,11 @@ abstract class RankBody extends AbstractFunction1<scala.collection.Iterator<Tile
   public final scala.collection.Iterator<TileRecord> apply(scala.collection.Iterator<TileRecord> input) {
     BarrierTaskContext ctx = BarrierTaskContext.get();
     return CollectionConverters.asScala(run(ctx, CollectionConverters.asJava(input)).iterator());
+  }
+
+  /** The layer stack, fetched once per executor. */
+  protected final LayerStack stack() {
+    return shared.get();
   }
 
   /** Runs rank {@code ctx.partitionId()} on its layout tiles; every output tile before the first leaves the task. */

@@ -17,6 +17,7 @@ import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.tiles.Retiling;
 import org.foldcp.spark.tiles.TileRecord;
 import org.slf4j.Logger;
@@ -35,7 +36,7 @@ final class RankTask extends RankBody {
   private static final long serialVersionUID = 1L;
   private static final Logger LOG = LoggerFactory.getLogger(RankTask.class);
 
-  RankTask(LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+  RankTask(SharedStack stack, RoutePlan plan, RouteMetrics metrics) {
     super(stack, plan, metrics);
   }
 
@@ -45,7 +46,7 @@ final class RankTask extends RankBody {
     TcpTransport transport = null;
     try {
       Map<String, TileRecord> mine = tilesOf(rank, input, plan.grid);
-      TeamFormation.Formed team = TeamFormation.form(ctx, plan, stack, mine.values());
+      TeamFormation.Formed team = TeamFormation.form(ctx, plan, stack(), mine.values());
       transport = team.transport();
       return runComplexes(rank, team, mine);
     } catch (RuntimeException | Error e) {
@@ -71,7 +72,7 @@ final class RankTask extends RankBody {
       long reshard0 = timed.reshardNanos();
       PairTensor y;
       try (CpRank cpRank = new CpRank(layout, timed, plan.threadsPerTask)) {
-        y = cpRank.forward(in.tile, stack);
+        y = cpRank.forward(in.tile, stack());
       }
       long reshard = timed.reshardNanos() - reshard0;
       long compute = System.nanoTime() - t0 - reshard;

@@ -13,7 +13,6 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.stream.Collectors;
 import org.apache.spark.SparkConf;
-import org.apache.spark.SparkEnv;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.Reshard;
@@ -48,6 +47,24 @@ public final class FoldCpConf implements Serializable {
   /** How the ranks of a barrier team move the reshards (see {@link #CP_TRANSPORT}). */
   public enum Transport {
     AUTO, TCP, NVSHMEM;
+
+    /** The value as written in the configuration. */
+    public String label() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+  }
+
+  /**
+   * How many SQL metrics the TriMul operator keeps (see {@link #METRICS_LEVEL}), as spark-rapids
+   * levels its metrics: each level shows what the levels before it show, and more.
+   */
+  public enum MetricsLevel {
+    ESSENTIAL, MODERATE, DEBUG;
+
+    /** Whether a metric of level {@code metric} is kept at this level. */
+    public boolean keeps(MetricsLevel metric) {
+      return metric.ordinal() <= ordinal();
+    }
 
     /** The value as written in the configuration. */
     public String label() {
@@ -151,10 +168,17 @@ public final class FoldCpConf implements Serializable {
           + " since one such value spreads into almost every output; true skips the check (outputs may be NaN).",
       ValueParsers.bool());
 
+  public static final ConfKey<MetricsLevel> METRICS_LEVEL = new ConfKey<>(PREFIX + "metrics.level",
+      "one of essential, moderate, debug", "essential",
+      "SQL metrics of the TriMul operator (Spark UI, explain(\"cost\")): essential keeps Spark's numOutputRows and"
+          + " opTime (compute plus reshard time); moderate adds tiles computed, tiles on a GPU and the pair and reshard"
+          + " bytes moved; debug adds the time per stage (compute, reshard) and the fused reshard bytes per direction.",
+      ValueParsers.anyCaseEnum(MetricsLevel.class));
+
   /** Every key, in the order of the README table and of {@link #asMap()}. */
   public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
       CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
-      NVSHMEM_STORE_ROUTE, NVSHMEM_RESHARD, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE);
+      NVSHMEM_STORE_ROUTE, NVSHMEM_RESHARD, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE, METRICS_LEVEL);
 
   private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
       .collect(Collectors.toUnmodifiableMap(ConfKey::name, k -> k));
@@ -176,6 +200,7 @@ public final class FoldCpConf implements Serializable {
   private final Reshard reshard;
   private final int weightsCacheEntries;
   private final boolean allowNonFinite;
+  private final MetricsLevel metricsLevel;
 
   private FoldCpConf(Map<String, String> givenSettings) {
     Map<String, String> all = new LinkedHashMap<>();
@@ -200,6 +225,7 @@ public final class FoldCpConf implements Serializable {
     this.reshard = NVSHMEM_RESHARD.parse(all.get(NVSHMEM_RESHARD.name()));
     this.weightsCacheEntries = WEIGHTS_CACHE_ENTRIES.parse(all.get(WEIGHTS_CACHE_ENTRIES.name()));
     this.allowNonFinite = INPUT_ALLOW_NON_FINITE.parse(all.get(INPUT_ALLOW_NON_FINITE.name()));
+    this.metricsLevel = METRICS_LEVEL.parse(all.get(METRICS_LEVEL.name()));
 
     // Cross-key rules, checked here so that no route has to repeat them.
     if (explicitGrid.isPresent() && explicitGrid.get().size() != cp) {
@@ -337,6 +363,9 @@ public final class FoldCpConf implements Serializable {
   /** Whether pair tensors holding NaN or Inf may go through (see {@link #INPUT_ALLOW_NON_FINITE}). */
   public boolean allowNonFinite() { return allowNonFinite; }
 
+  /** Which SQL metrics the TriMul operator keeps (see {@link #METRICS_LEVEL}). */
+  public MetricsLevel metricsLevel() { return metricsLevel; }
+
   /** Whether {@code key} was set explicitly rather than left at its default. */
   public boolean isSet(ConfKey<?> key) {
     return given.contains(key.name());
@@ -369,16 +398,6 @@ public final class FoldCpConf implements Serializable {
   @Override
   public String toString() {
     return "FoldCpConf(" + describe() + ")";
-  }
-
-  /**
-   * One key as this JVM's SparkConf has it, default outside Spark, without validating the other
-   * keys: for code on executors that must also run where the fold-cp plugin (and so the validated
-   * {@code ExecutorState} conf) is not loaded.
-   */
-  public static <T> T readFromSparkEnv(ConfKey<T> key) {
-    SparkEnv env = SparkEnv.get();
-    return env == null ? key.parseDefault() : key.parse(env.conf().get(key.name(), key.defaultValue()));
   }
 
   /** The keys as a Markdown table (key | default | meaning), as README.md shows it. */

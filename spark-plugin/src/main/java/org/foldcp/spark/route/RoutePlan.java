@@ -6,6 +6,7 @@ import java.util.Objects;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.Reshard;
 import org.foldcp.ops.gpu.cp.StoreRoute;
+import org.foldcp.spark.config.FoldCpConf;
 
 /**
  * How a route runs, decided on the driver before anything executes: which route, the backend,
@@ -14,7 +15,7 @@ import org.foldcp.ops.gpu.cp.StoreRoute;
  * {@code reason} says why this route was chosen (logged and shown by explain()).
  */
 public final class RoutePlan implements Serializable {
-  private static final long serialVersionUID = 3L;
+  private static final long serialVersionUID = 4L;
 
   /** The ways a TriMul stack can run on Spark (DESIGN.md section 3). */
   public enum Kind {
@@ -33,7 +34,19 @@ public final class RoutePlan implements Serializable {
     /** The task's GPU (sm_90); a task without one fails with the reason. */
     GPU,
     /** The task's GPU where it has a usable one, else the CPU (with a warning in the task log). */
-    AUTO
+    AUTO;
+
+    /**
+     * Where a whole complex (cp = 1) computes under {@code conf}: the CPU when route cpu forces
+     * it or GPUs are disabled, the GPU when route gpu forces it, else the task's GPU where
+     * usable. The one rule for the single route and for rows of foldcp_trimul.
+     */
+    public static Backend of(FoldCpConf conf) {
+      if (!conf.gpuEnabled() || conf.route() == FoldCpConf.Route.CPU) {
+        return CPU;
+      }
+      return conf.route() == FoldCpConf.Route.GPU ? GPU : AUTO;
+    }
   }
 
   /** How the ranks of a barrier plan exchange the reshards. */
@@ -84,6 +97,8 @@ public final class RoutePlan implements Serializable {
   public final String reason;
   /** Whether input holding NaN or Inf may go through (spark.foldcp.input.allowNonFinite); false: it fails. */
   public final boolean allowNonFinite;
+  /** Which SQL metrics the operator keeps (spark.foldcp.metrics.level); not part of how the route runs. */
+  public final FoldCpConf.MetricsLevel metricsLevel;
 
   /** A plan on the CPU backend; a barrier plan's team talks over TCP. */
   public RoutePlan(Kind kind, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis, long connectTimeoutMillis,
@@ -105,12 +120,14 @@ public final class RoutePlan implements Serializable {
   public RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason) {
     this(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason,
-        false);
+        false, FoldCpConf.MetricsLevel.ESSENTIAL);
   }
 
   private RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
-                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason, boolean allowNonFinite) {
+                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason, boolean allowNonFinite,
+                    FoldCpConf.MetricsLevel metricsLevel) {
     this.allowNonFinite = allowNonFinite;
+    this.metricsLevel = Objects.requireNonNull(metricsLevel, "metricsLevel");
     this.kind = Objects.requireNonNull(kind, "kind");
     this.backend = Objects.requireNonNull(backend, "backend");
     this.transport = Objects.requireNonNull(transport, "transport");
@@ -132,26 +149,42 @@ public final class RoutePlan implements Serializable {
     }
   }
 
+  /**
+   * A plan of {@code kind} on the CPU backend with the timeouts and input check of {@code conf};
+   * the other settings come from the caller (the route chooser decides them).
+   */
+  public static RoutePlan of(Kind kind, CpGrid grid, int threadsPerTask, FoldCpConf conf, String reason) {
+    return new RoutePlan(kind, grid, threadsPerTask, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(),
+        reason).withAllowNonFinite(conf.allowNonFinite()).withMetricsLevel(conf.metricsLevel());
+  }
+
+  /** A cp = 1 plan on the CPU backend with the default settings. */
   public static RoutePlan single(int threadsPerTask, String reason) {
-    return new RoutePlan(Kind.SINGLE, CpGrid.oneD(1), threadsPerTask, 300_000, 30_000, reason);
+    return of(Kind.SINGLE, CpGrid.oneD(1), threadsPerTask, FoldCpConf.defaults(), reason);
   }
 
   /** The same plan computing on {@code b}. */
   public RoutePlan withBackend(Backend b) {
     return new RoutePlan(kind, b, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason, allowNonFinite);
+        connectTimeoutMillis, reason, allowNonFinite, metricsLevel);
   }
 
   /** The same plan letting input with NaN or Inf through ({@code allow}) or failing on it. */
   public RoutePlan withAllowNonFinite(boolean allow) {
     return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason, allow);
+        connectTimeoutMillis, reason, allow, metricsLevel);
+  }
+
+  /** The same plan keeping the operator's SQL metrics of {@code level}. */
+  public RoutePlan withMetricsLevel(FoldCpConf.MetricsLevel level) {
+    return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
+        connectTimeoutMillis, reason, allowNonFinite, level);
   }
 
   /** The same barrier plan with GPU ranks in an NVSHMEM team. */
   public RoutePlan withNvshmem(Nvshmem settings) {
     return new RoutePlan(kind, Backend.GPU, Transport.NVSHMEM, Objects.requireNonNull(settings, "settings"), grid,
-        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason, allowNonFinite);
+        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason, allowNonFinite, metricsLevel);
   }
 
   /**

@@ -3,15 +3,15 @@ package org.foldcp.spark.route;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
-import org.apache.spark.resource.ResourceInformation;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.gpu.GpuTriMul;
-import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.BorrowedGpu;
 import org.foldcp.spark.gpu.ExecutorGpu;
 import org.foldcp.spark.gpu.GpuOwners;
+import org.foldcp.spark.plugin.ExecutorConf;
 import org.foldcp.spark.plugin.ExecutorState;
+import org.foldcp.spark.plugin.GpuBinding;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -26,7 +26,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class TaskBackends {
   private static final Logger LOG = LoggerFactory.getLogger(TaskBackends.class);
-  static final String GPU_RESOURCE = "gpu";
 
   private TaskBackends() {}
 
@@ -85,8 +84,7 @@ public final class TaskBackends {
    */
   static ExecutorGpu executorGpu(int ordinal) {
     return ExecutorState.current().map(state -> state.gpu(ordinal))
-        .orElseGet(() -> GpuOwners.processWide().device(ordinal,
-            FoldCpConf.readFromSparkEnv(FoldCpConf.GPU_CONCURRENT_TASKS)));
+        .orElseGet(() -> GpuOwners.processWide().device(ordinal, ExecutorConf.current().gpuConcurrentTasks()));
   }
 
   /**
@@ -97,7 +95,7 @@ public final class TaskBackends {
   static int taskGpu() {
     TaskContext tc = TaskContext.get();
     if (tc != null) {
-      int fromTask = ordinal(tc.resources().get(GPU_RESOURCE).getOrElse(() -> null), "this task");
+      int fromTask = GpuBinding.ordinal(tc.resources().get(GpuBinding.GPU_RESOURCE).getOrElse(() -> null), "this task");
       if (fromTask >= 0) {
         return fromTask;
       }
@@ -108,20 +106,9 @@ public final class TaskBackends {
     }
     SparkEnv env = SparkEnv.get();
     if (env != null && "driver".equals(env.executorId())) {
-      return ordinal(SparkContext.getOrCreate().resources().get(GPU_RESOURCE).getOrElse(() -> null), "the driver");
+      return GpuBinding.ordinal(SparkContext.getOrCreate().resources().get(GpuBinding.GPU_RESOURCE).getOrElse(() -> null),
+          "the driver");
     }
     return -1;
-  }
-
-  private static int ordinal(ResourceInformation gpu, String whose) {
-    if (gpu == null || gpu.addresses().length == 0) {
-      return -1;
-    }
-    try {
-      return Integer.parseInt(gpu.addresses()[0].trim());
-    } catch (NumberFormatException e) {
-      throw new IllegalStateException("GPU address '" + gpu.addresses()[0] + "' of " + whose + " is not a device"
-          + " ordinal; the discovery script must print CUDA device indices", e);
-    }
   }
 }

@@ -11,8 +11,8 @@ import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.RankStages;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.cpu.PreparedLayer;
-import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.tiles.TileKey;
 import scala.Tuple2;
 
@@ -32,13 +32,16 @@ import scala.Tuple2;
 abstract class LayerStep<I, V> implements PairFlatMapFunction<Iterator<I>, TileKey, V> {
   private static final long serialVersionUID = 1L;
 
-  protected final TriMulLayer layer;
+  /** The stack and the index of this step's layer: the weights come by broadcast, not in the closure. */
+  protected final SharedStack stack;
+  protected final int layerIndex;
   protected final CpGrid grid;
   protected final int threads;
   protected final RouteMetrics metrics;
 
-  LayerStep(TriMulLayer layer, CpGrid grid, int threads, RouteMetrics metrics) {
-    this.layer = layer;
+  LayerStep(SharedStack stack, int layerIndex, CpGrid grid, int threads, RouteMetrics metrics) {
+    this.stack = stack;
+    this.layerIndex = layerIndex;
     this.grid = grid;
     this.threads = threads;
     this.metrics = metrics;
@@ -50,7 +53,7 @@ abstract class LayerStep<I, V> implements PairFlatMapFunction<Iterator<I>, TileK
     if (!in.hasNext()) {
       return Collections.emptyIterator(); // hash partitioning leaves partitions empty; they prepare nothing
     }
-    PreparedLayer prepared = new PreparedLayer(layer);
+    PreparedLayer prepared = new PreparedLayer(stack.layer(layerIndex));
     return StreamSupport.stream(Spliterators.spliteratorUnknownSize(in, Spliterator.ORDERED), false)
         .flatMap(e -> apply(e, prepared).stream())
         .iterator();

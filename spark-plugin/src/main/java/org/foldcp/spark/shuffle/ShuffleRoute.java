@@ -12,8 +12,10 @@ import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
+import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.route.TileRoute;
 import org.foldcp.spark.tiles.Retiling;
 import org.foldcp.spark.tiles.TileKey;
@@ -73,7 +75,7 @@ public final class ShuffleRoute implements TileRoute {
 
   /** A plan for this route. */
   public static RoutePlan plan(CpGrid grid, int threadsPerTask, String reason) {
-    return new RoutePlan(RoutePlan.Kind.SHUFFLE, grid, threadsPerTask, 300_000, 30_000, reason);
+    return RoutePlan.of(RoutePlan.Kind.SHUFFLE, grid, threadsPerTask, FoldCpConf.defaults(), reason);
   }
 
   @Override
@@ -90,8 +92,9 @@ public final class ShuffleRoute implements TileRoute {
     JavaPairRDD<TileKey, TileRecord> layoutTiles = LayoutTiles.of(tiles, plan.grid, stack.dim(), byRank, plan.allowNonFinite,
         metrics);
     layoutTiles.setName("foldcp shuffle: layout tiles " + plan.grid);
+    SharedStack shared = SharedStack.of(tiles.context(), stack);
     for (int l = 0; l < stack.size(); l++) {
-      layoutTiles = layer(layoutTiles, stack.get(l), l, plan, byRank, metrics);
+      layoutTiles = layer(layoutTiles, shared, stack.get(l), l, plan, byRank, metrics);
     }
     return layoutTiles.values().flatMap(t -> {
       TileRecord cropped = Retiling.crop(t);
@@ -104,19 +107,19 @@ public final class ShuffleRoute implements TileRoute {
     });
   }
 
-  private static JavaPairRDD<TileKey, TileRecord> layer(JavaPairRDD<TileKey, TileRecord> tiles, TriMulLayer layer,
-                                                        int index, RoutePlan plan, Partitioner byRank,
+  private static JavaPairRDD<TileKey, TileRecord> layer(JavaPairRDD<TileKey, TileRecord> tiles, SharedStack shared,
+                                                        TriMulLayer layer, int index, RoutePlan plan, Partitioner byRank,
                                                         RouteMetrics metrics) {
     String name = "foldcp shuffle layer " + index + " (" + layer.direction().name().toLowerCase(java.util.Locale.ROOT)
         + "): ";
     JavaPairRDD<TileKey, RankMessage> toOwners = tiles
-        .mapPartitionsToPair(new ProjectStep(layer, plan.grid, plan.threadsPerTask, metrics));
+        .mapPartitionsToPair(new ProjectStep(shared, index, plan.grid, plan.threadsPerTask, metrics));
     toOwners.setName(name + "a/b to channel owners");
     JavaPairRDD<TileKey, RankMessage> toTiles = toOwners.groupByKey(byRank)
-        .mapPartitionsToPair(new TriangleStep(layer, plan.grid, plan.threadsPerTask, metrics));
+        .mapPartitionsToPair(new TriangleStep(shared, index, plan.grid, plan.threadsPerTask, metrics));
     toTiles.setName(name + "z to tiles");
     JavaPairRDD<TileKey, TileRecord> out = toTiles.groupByKey(byRank)
-        .mapPartitionsToPair(new OutputStep(layer, plan.grid, plan.threadsPerTask, metrics));
+        .mapPartitionsToPair(new OutputStep(shared, index, plan.grid, plan.threadsPerTask, metrics));
     out.setName(name + "output tiles");
     return out;
   }

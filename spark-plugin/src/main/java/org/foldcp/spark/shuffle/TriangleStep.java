@@ -5,8 +5,8 @@ import java.util.List;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.RankStages;
 import org.foldcp.ops.cpu.PreparedLayer;
-import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.tiles.TileKey;
 import scala.Tuple2;
 
@@ -19,8 +19,8 @@ import scala.Tuple2;
 final class TriangleStep extends LayerStep<Tuple2<TileKey, Iterable<RankMessage>>, RankMessage> {
   private static final long serialVersionUID = 1L;
 
-  TriangleStep(TriMulLayer layer, CpGrid grid, int threads, RouteMetrics metrics) {
-    super(layer, grid, threads, metrics);
+  TriangleStep(SharedStack stack, int layerIndex, CpGrid grid, int threads, RouteMetrics metrics) {
+    super(stack, layerIndex, grid, threads, metrics);
   }
 
   @Override

@@ -30,7 +30,7 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * The DataFrame API of fold-cp: a TriMul layer stack over DataFrames of pair tiles
- * ({@link PairTiles#SCHEMA}), planned by Spark as a columnar operator with SQL metrics and its
+ * ({@link PairTiles#SCHEMA}), planned by Spark as a row-based operator with SQL metrics and its
  * route in explain(). The session must be started with
  * {@code spark.sql.extensions=org.foldcp.spark.sql.FoldCpExtensions}.
  *

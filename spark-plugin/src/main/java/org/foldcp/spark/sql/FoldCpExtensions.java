@@ -8,7 +8,7 @@ import scala.runtime.BoxedUnit;
 
 /**
  * What {@code spark.sql.extensions=org.foldcp.spark.sql.FoldCpExtensions} installs into every
- * session: the planner strategy that turns fold-cp's logical TriMul operator into its columnar
+ * session: the planner strategy that turns fold-cp's logical TriMul operator into its row-based
  * physical operator, and the SQL function {@code foldcp_trimul}. Spark instantiates this class by name with its no-argument constructor.
  */
 public final class FoldCpExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {

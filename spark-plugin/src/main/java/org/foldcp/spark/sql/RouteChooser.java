@@ -102,7 +102,7 @@ public final class RouteChooser {
           plan = plan(Kind.SINGLE, grid, threads, conf, route + " and " + FoldCpConf.CP.name() + " = 1: each"
               + " complex runs whole in one task" + (conf.gpuEnabled() ? ", on the task's GPU where it has one"
               + " (sm_90), else on the CPU" : ", on the CPU (" + FoldCpConf.GPU_ENABLED.name() + " = false)"))
-              .withBackend(conf.gpuEnabled() ? RoutePlan.Backend.AUTO : RoutePlan.Backend.CPU);
+              .withBackend(RoutePlan.Backend.of(conf));
         } else if (facts.dynamicAllocation() && conf.transport() == FoldCpConf.Transport.NVSHMEM) {
           throw InvalidInputException.of(FoldCpConf.CP_TRANSPORT.name(), "'nvshmem'", "the NVSHMEM team runs as"
               + " one barrier stage, which needs all cp = " + cp + " tasks at once, and Spark refuses barrier stages"
@@ -129,7 +129,7 @@ public final class RouteChooser {
       case GPU:
         if (cp == 1) {
           plan = plan(Kind.SINGLE, grid, threads, conf, route + ": forced, cp = 1, every task on its GPU")
-              .withBackend(RoutePlan.Backend.GPU);
+              .withBackend(RoutePlan.Backend.of(conf));
         } else {
           refuseDynamicAllocation(facts, "gpu");
           plan = barrier(conf, facts, grid, threads, route + ": forced, cp = " + cp + ": a barrier stage of cp"
@@ -227,8 +227,7 @@ public final class RouteChooser {
   }
 
   private static RoutePlan plan(Kind kind, CpGrid grid, int threads, FoldCpConf conf, String reason) {
-    return new RoutePlan(kind, grid, threads, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(), reason)
-        .withAllowNonFinite(conf.allowNonFinite());
+    return RoutePlan.of(kind, grid, threads, conf, reason);
   }
 
   private static int parseTaskCpus(String raw) {

@@ -1,10 +1,12 @@
 package org.foldcp.spark.sql;
 
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.apache.spark.sql.execution.metric.SQLMetrics;
+import org.foldcp.spark.config.FoldCpConf.MetricsLevel;
 import org.foldcp.spark.route.RouteMetrics;
 
 /**
@@ -12,114 +14,156 @@ import org.foldcp.spark.route.RouteMetrics;
  * modes, {@code SparkPlan.metrics()}). SQLMetrics are accumulators: a route's tasks update their
  * deserialized copies and Spark merges them into the driver's when each task ends.
  *
+ * <p>Names and levels follow Spark and spark-rapids: {@value #NUM_OUTPUT_ROWS} and
+ * {@value #OP_TIME} (the operator's own time: compute plus reshard, not its child's) are
+ * essential; the work counts and bytes moved are moderate; the per-stage split of opTime and
+ * the fused reshard bytes per direction are debug. Metrics above the plan's level are not
+ * created at all, so they cost nothing and do not show.
+ *
  * <p>Times are nanosecond timing metrics rather than millisecond ones: one small tile computes
  * in well under a millisecond, and summing per-tile times truncated to whole milliseconds would
  * report zero; the UI still shows them as durations.
  */
 final class SqlRouteMetrics implements RouteMetrics {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
+  static final String NUM_OUTPUT_ROWS = "numOutputRows";
+  static final String OP_TIME = "opTime";
   static final String NUM_TILES = "numTiles";
+  static final String GPU_TILES = "gpuTiles";
   static final String BYTES_IN = "bytesIn";
   static final String BYTES_OUT = "bytesOut";
+  static final String RESHARD_BYTES = "reshardBytes";
   static final String COMPUTE_TIME = "computeTime";
   static final String RESHARD_TIME = "reshardTime";
-  static final String RESHARD_BYTES = "reshardBytes";
-  static final String GPU_TILES = "gpuTiles";
   static final String RESHARD_TO_CHANNELS_BYTES = "reshardToChannelsBytes";
   static final String RESHARD_TO_TOKENS_BYTES = "reshardToTokensBytes";
 
+  /** The kept metrics by name, in display order; a metric above the level is absent (its field null). */
+  private final Map<String, SQLMetric> byName;
+  private final SQLMetric numOutputRows;
+  private final SQLMetric opTime;
   private final SQLMetric tiles;
+  private final SQLMetric gpuTiles;
   private final SQLMetric bytesIn;
   private final SQLMetric bytesOut;
+  private final SQLMetric reshardBytes;
   private final SQLMetric computeTime;
   private final SQLMetric reshardTime;
-  private final SQLMetric reshardBytes;
-  private final SQLMetric gpuTiles;
   private final SQLMetric reshardToChannels;
   private final SQLMetric reshardToTokens;
 
-  private SqlRouteMetrics(SQLMetric tiles, SQLMetric bytesIn, SQLMetric bytesOut, SQLMetric computeTime,
-                          SQLMetric reshardTime, SQLMetric reshardBytes, SQLMetric reshardToChannels,
-                          SQLMetric reshardToTokens, SQLMetric gpuTiles) {
-    this.tiles = tiles;
-    this.bytesIn = bytesIn;
-    this.bytesOut = bytesOut;
-    this.computeTime = computeTime;
-    this.reshardTime = reshardTime;
-    this.reshardBytes = reshardBytes;
-    this.reshardToChannels = reshardToChannels;
-    this.reshardToTokens = reshardToTokens;
-    this.gpuTiles = gpuTiles;
+  private SqlRouteMetrics(SparkContext sc, MetricsLevel level) {
+    Kept k = new Kept(sc, level);
+    numOutputRows = k.count(MetricsLevel.ESSENTIAL, NUM_OUTPUT_ROWS, "number of output rows");
+    opTime = k.nanos(MetricsLevel.ESSENTIAL, OP_TIME, "op time (TriMul compute + reshard)");
+    tiles = k.count(MetricsLevel.MODERATE, NUM_TILES, "number of tiles computed");
+    gpuTiles = k.count(MetricsLevel.MODERATE, GPU_TILES, "tiles computed on a GPU");
+    bytesIn = k.bytes(MetricsLevel.MODERATE, BYTES_IN, "pair bytes in");
+    bytesOut = k.bytes(MetricsLevel.MODERATE, BYTES_OUT, "pair bytes out");
+    reshardBytes = k.bytes(MetricsLevel.MODERATE, RESHARD_BYTES, "bytes resharded between ranks");
+    computeTime = k.nanos(MetricsLevel.DEBUG, COMPUTE_TIME, "TriMul compute time");
+    reshardTime = k.nanos(MetricsLevel.DEBUG, RESHARD_TIME, "reshard time");
+    reshardToChannels = k.bytes(MetricsLevel.DEBUG, RESHARD_TO_CHANNELS_BYTES, "fused reshard bytes token->channel");
+    reshardToTokens = k.bytes(MetricsLevel.DEBUG, RESHARD_TO_TOKENS_BYTES, "fused reshard bytes channel->token");
+    byName = Collections.unmodifiableMap(k.metrics);
   }
 
-  /** Fresh metrics registered with {@code sc}. */
-  static SqlRouteMetrics create(SparkContext sc) {
-    return new SqlRouteMetrics(
-        SQLMetrics.createMetric(sc, "number of output tiles"),
-        SQLMetrics.createSizeMetric(sc, "pair bytes in", SQLMetrics.createSizeMetric$default$3()),
-        SQLMetrics.createSizeMetric(sc, "pair bytes out", SQLMetrics.createSizeMetric$default$3()),
-        SQLMetrics.createNanoTimingMetric(sc, "TriMul compute time", SQLMetrics.createNanoTimingMetric$default$3()),
-        SQLMetrics.createNanoTimingMetric(sc, "reshard time", SQLMetrics.createNanoTimingMetric$default$3()),
-        SQLMetrics.createSizeMetric(sc, "bytes resharded between ranks", SQLMetrics.createSizeMetric$default$3()),
-        SQLMetrics.createSizeMetric(sc, "fused reshard bytes token->channel", SQLMetrics.createSizeMetric$default$3()),
-        SQLMetrics.createSizeMetric(sc, "fused reshard bytes channel->token", SQLMetrics.createSizeMetric$default$3()),
-        SQLMetrics.createMetric(sc, "tiles computed on a GPU"));
+  /** Creates the metrics of {@code level} and below, in display order. */
+  private static final class Kept {
+    private final SparkContext sc;
+    private final MetricsLevel level;
+    private final Map<String, SQLMetric> metrics = new LinkedHashMap<>();
+
+    Kept(SparkContext sc, MetricsLevel level) {
+      this.sc = sc;
+      this.level = level;
+    }
+
+    SQLMetric count(MetricsLevel of, String name, String text) {
+      return keep(of, name, () -> SQLMetrics.createMetric(sc, text));
+    }
+
+    SQLMetric bytes(MetricsLevel of, String name, String text) {
+      return keep(of, name, () -> SQLMetrics.createSizeMetric(sc, text, SQLMetrics.createSizeMetric$default$3()));
+    }
+
+    SQLMetric nanos(MetricsLevel of, String name, String text) {
+      return keep(of, name,
+          () -> SQLMetrics.createNanoTimingMetric(sc, text, SQLMetrics.createNanoTimingMetric$default$3()));
+    }
+
+    private SQLMetric keep(MetricsLevel of, String name, java.util.function.Supplier<SQLMetric> make) {
+      if (!level.keeps(of)) {
+        return null;
+      }
+      SQLMetric m = make.get();
+      metrics.put(name, m);
+      return m;
+    }
   }
 
-  /** The metrics by the names the operator publishes them under. */
+  /** Fresh metrics of {@code level} registered with {@code sc}. */
+  static SqlRouteMetrics create(SparkContext sc, MetricsLevel level) {
+    return new SqlRouteMetrics(sc, level);
+  }
+
+  /** The kept metrics by the names the operator publishes them under. */
   Map<String, SQLMetric> byName() {
-    Map<String, SQLMetric> m = new LinkedHashMap<>();
-    m.put(NUM_TILES, tiles);
-    m.put(BYTES_IN, bytesIn);
-    m.put(BYTES_OUT, bytesOut);
-    m.put(COMPUTE_TIME, computeTime);
-    m.put(RESHARD_TIME, reshardTime);
-    m.put(RESHARD_BYTES, reshardBytes);
-    m.put(RESHARD_TO_CHANNELS_BYTES, reshardToChannels);
-    m.put(RESHARD_TO_TOKENS_BYTES, reshardToTokens);
-    m.put(GPU_TILES, gpuTiles);
-    return m;
+    return byName;
+  }
+
+  private static void add(SQLMetric metric, long value) {
+    if (metric != null) {
+      metric.add(value);
+    }
+  }
+
+  /** One row left the operator. */
+  void outputRow() {
+    add(numOutputRows, 1);
   }
 
   @Override
   public void tiles(long count) {
-    tiles.add(count);
+    add(tiles, count);
   }
 
   @Override
   public void bytesIn(long bytes) {
-    bytesIn.add(bytes);
+    add(bytesIn, bytes);
   }
 
   @Override
   public void bytesOut(long bytes) {
-    bytesOut.add(bytes);
+    add(bytesOut, bytes);
   }
 
   @Override
   public void computeNanos(long nanos) {
-    computeTime.add(nanos);
+    add(computeTime, nanos);
+    add(opTime, nanos);
   }
 
   @Override
   public void reshardNanos(long nanos) {
-    reshardTime.add(nanos);
+    add(reshardTime, nanos);
+    add(opTime, nanos);
   }
 
   @Override
   public void reshardBytes(long bytes) {
-    reshardBytes.add(bytes);
+    add(reshardBytes, bytes);
   }
 
   @Override
   public void fusedReshardBytes(long toChannels, long toTokens) {
-    reshardToChannels.add(toChannels);
-    reshardToTokens.add(toTokens);
+    add(reshardToChannels, toChannels);
+    add(reshardToTokens, toTokens);
   }
 
   @Override
   public void gpuTiles(long count) {
-    gpuTiles.add(count);
+    add(gpuTiles, count);
   }
 }

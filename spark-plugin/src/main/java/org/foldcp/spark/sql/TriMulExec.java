@@ -8,11 +8,9 @@ import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.execution.ExplainUtils;
-import org.apache.spark.sql.execution.RowToColumnarExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.UnaryExecNode;
 import org.apache.spark.sql.execution.metric.SQLMetric;
-import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.TileRoute;
@@ -23,16 +21,14 @@ import scala.collection.immutable.Seq;
 
 /**
  * The physical TriMul operator: decodes its child's pair tiles, runs the route's TileRoute over
- * them and emits the output tiles as columnar batches of PairTiles.SCHEMA (Spark puts a
- * ColumnarToRow above it where rows are wanted). Its SQL metrics are the route's: output tiles,
- * pair bytes in and out, compute and reshard time.
+ * them and emits the output tiles as rows of PairTiles.SCHEMA, streamed: a task holds the tile
+ * it is encoding, not its partition's output. Its SQL metrics follow the plan's level ({@link
+ * SqlRouteMetrics}): Spark's numOutputRows and opTime, then the route's counts, bytes and times.
  *
- * <p>The operator reads rows, not batches: a tile row is decoded whole anyway, and a
- * row-to-columnar copy would put many multi-GB tiles into one column vector, which cannot hold
- * more than 2 GiB. Spark's transition rule assumes a columnar operator wants columnar input and
- * wraps a row-based child in RowToColumnar; {@link #withNewChildInternal} takes that wrapper off
- * again, so the plan shows (and runs) exactly what executes. A child that only produces batches
- * (a vectorized scan) is read through the batches' rows.
+ * <p>The operator is row-based, in and out, and says so: a tile is one row decoded whole, and
+ * columnar batches would put several multi-GB tiles into one column vector, which cannot hold
+ * more than 2 GiB. Spark's own transition rules put a ColumnarToRow under it when its child
+ * produces batches only (a vectorized scan); nothing is rewritten by the operator itself.
  *
  * <p>Product elements and constructor parameters match, as for {@link TriMulNode}.
  */
@@ -79,37 +75,27 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
   }
 
   @Override
-  public boolean supportsColumnar() {
-    return true;
-  }
-
-  @Override
   public synchronized Map<String, SQLMetric> metrics() {
     return Scala.orderedMap(routeMetrics().byName());
   }
 
   private synchronized SqlRouteMetrics routeMetrics() {
     if (routeMetrics == null) {
-      routeMetrics = SqlRouteMetrics.create(sparkContext());
+      routeMetrics = SqlRouteMetrics.create(sparkContext(), plan.metricsLevel);
     }
     return routeMetrics;
   }
 
   @Override
   public RDD<InternalRow> doExecute() {
-    throw new IllegalStateException(TriMulText.NODE_NAME + " produces columnar batches only; Spark inserts"
-        + " ColumnarToRow above it, so a row-wise execute() means a plan was built without transitions");
-  }
-
-  @Override
-  public RDD<ColumnarBatch> doExecuteColumnar() {
+    SqlRouteMetrics metrics = routeMetrics();
     TileRoute route = Routes.forKind(plan.kind);
-    JavaRDD<TileRecord> tiles = decode(childRows(), ordinals());
-    JavaRDD<TileRecord> out = route.run(tiles, stack, plan, routeMetrics());
+    JavaRDD<TileRecord> tiles = decode(child.execute(), ordinals());
+    JavaRDD<TileRecord> out = route.run(tiles, stack, plan, metrics);
     if (plan.kind == RoutePlan.Kind.BARRIER) {
       out = leaveBarrierStage(out);
     }
-    return encode(out).rdd();
+    return encode(out, metrics).rdd();
   }
 
   /**
@@ -124,13 +110,6 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
     return out.mapToPair(t -> new scala.Tuple2<>(t.complexId + "#" + t.row0 + "," + t.col0, t))
         .partitionBy(new org.apache.spark.HashPartitioner(parts))
         .values();
-  }
-
-  private RDD<InternalRow> childRows() {
-    if (child.supportsRowBased()) {
-      return child.execute();
-    }
-    return child.executeColumnar().toJavaRDD().flatMap(ColumnarBatch::rowIterator).rdd();
   }
 
   /** Where each field of PairTiles.SCHEMA sits in the child's rows, found by expression id. */
@@ -156,12 +135,28 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
 
   // Static, so that the task closures capture only what they name, never this plan node.
   private static JavaRDD<TileRecord> decode(RDD<InternalRow> rows, int[] ordinals) {
-    return rows.toJavaRDD().map(r -> TileBatches.decode(r, ordinals));
+    return rows.toJavaRDD().map(r -> TileRows.decode(r, ordinals));
   }
 
-  /** Output tiles cropped to N (tiles of padding only are dropped), a few per batch. */
-  private static JavaRDD<ColumnarBatch> encode(JavaRDD<TileRecord> tiles) {
-    return tiles.mapPartitions(it -> TileBatches.batches(cropped(it)));
+  /** Output tiles cropped to N (tiles of padding only are dropped), one row each, counted. */
+  private static JavaRDD<InternalRow> encode(JavaRDD<TileRecord> tiles, SqlRouteMetrics metrics) {
+    return tiles.mapPartitions(it -> {
+      java.util.function.Function<TileRecord, InternalRow> encoder = TileRows.encoder();
+      Iterator<TileRecord> out = cropped(it);
+      return new Iterator<InternalRow>() {
+        @Override
+        public boolean hasNext() {
+          return out.hasNext();
+        }
+
+        @Override
+        public InternalRow next() {
+          InternalRow row = encoder.apply(out.next());
+          metrics.outputRow();
+          return row;
+        }
+      };
+    });
   }
 
   private static Iterator<TileRecord> cropped(Iterator<TileRecord> tiles) {
@@ -195,11 +190,9 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
     };
   }
 
-  /** Drops the RowToColumnar that Spark's transition rule puts under a columnar operator (see class comment). */
   @Override
   public TriMulExec withNewChildInternal(SparkPlan newChild) {
-    SparkPlan c = newChild instanceof RowToColumnarExec ? ((RowToColumnarExec) newChild).child() : newChild;
-    return new TriMulExec(stack, plan, input, output, c);
+    return new TriMulExec(stack, plan, input, output, newChild);
   }
 
   @Override

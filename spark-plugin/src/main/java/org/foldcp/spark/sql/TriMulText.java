@@ -30,6 +30,7 @@ final class TriMulText {
         + "Route: " + plan.describe() + " threads=" + plan.threadsPerTask + "\n"
         + (plan.nvshmem == null ? "" : "NVSHMEM: " + plan.nvshmem.describe() + "\n")
         + "Layers: " + stack.size() + " of D = " + stack.dim() + " " + layers(stack) + "\n"
+        + "Metrics: " + plan.metricsLevel.label() + "\n"
         + "Reason: " + plan.reason + "\n";
   }
 
@@ -40,7 +41,7 @@ final class TriMulText {
   static String verbose(RoutePlan plan, LayerStack stack) {
     return simple(plan, stack) + " D=" + stack.dim() + " threads=" + plan.threadsPerTask
         + (plan.nvshmem == null ? "" : " nvshmem=(" + plan.nvshmem.describe() + ")") + " stack=" + layers(stack)
-        + " reason=(" + plan.reason + ")";
+        + " metrics=" + plan.metricsLevel.label() + " reason=(" + plan.reason + ")";
   }
 
   /** Each layer's spec and the head of its weight digest, e.g. "[outgoing+residual eps=1.0E-5 weights=3a27528b5738, ...]". */

@@ -40,12 +40,4 @@ final class RowBackends {
     });
     return work.apply(backend);
   }
-
-  /** The backend kind the application's spark.foldcp.* settings ask for (cp = 1: a row is one complex). */
-  static RoutePlan.Backend configured(String route, boolean gpuEnabled) {
-    if ("cpu".equals(route) || !gpuEnabled) {
-      return RoutePlan.Backend.CPU;
-    }
-    return "gpu".equals(route) ? RoutePlan.Backend.GPU : RoutePlan.Backend.AUTO;
-  }
 }

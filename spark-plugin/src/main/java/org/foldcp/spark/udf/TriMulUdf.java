@@ -3,9 +3,12 @@ package org.foldcp.spark.udf;
 import org.apache.spark.sql.api.java.UDF6;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.NonFiniteInputException;
-import org.foldcp.spark.route.NonFiniteInput;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.plugin.ExecutorConf;
+import org.foldcp.spark.route.NonFiniteInput;
+import org.foldcp.spark.route.RoutePlan;
 import scala.runtime.AbstractFunction6;
 
 /**
@@ -42,15 +45,16 @@ public final class TriMulUdf extends AbstractFunction6<byte[], Number, Number, b
     int d = positiveInt("dim", dim, "the pair channel count D");
     PairTensor x = PairBytes.decode(pair, mask, tokens, d);
     WeightsKey key = WeightsKey.of(weights, layers);
+    FoldCpConf conf = ExecutorConf.current();
     WeightsCache cache = WeightsCache.shared();
-    cache.setCapacity(TaskSettings.weightsCacheEntries());
+    cache.setCapacity(conf.weightsCacheEntries());
     LayerStack stack = cache.get(key);
     InvalidInputException.require(stack.dim() == d, "dim", d,
         "must equal D = " + stack.dim() + " of the layers " + key.layers() + " in " + key.file()
             + " (their norm_in.weight has " + stack.dim() + " values)");
-    boolean allowNonFinite = TaskSettings.allowNonFinite();
+    boolean allowNonFinite = conf.allowNonFinite();
     try {
-      return RowBackends.with(TaskSettings.backend(), TaskSettings.cpuThreads(),
+      return RowBackends.with(RoutePlan.Backend.of(conf), ExecutorConf.cpuThreadsPerTask(),
           backend -> PairBytes.encode(backend.forward(x, stack, allowNonFinite)));
     } catch (NonFiniteInputException e) {
       // A row carries no complex id: the message names the argument and the shape.

@@ -19,6 +19,7 @@ import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.tiles.TileRecord;
 import org.junit.jupiter.api.Test;
 
@@ -29,6 +30,8 @@ import org.junit.jupiter.api.Test;
  */
 class GpuTeamStageTest {
   private static final LayerStack STACK = LayerStack.randomAlternating(2, 8, 5, true);
+  /** The plan checks run before any weights are needed, so these tests broadcast none. */
+  private static final SharedStack NO_WEIGHTS = null;
   private static final CpGrid GRID = CpGrid.oneD(2);
   private static final RoutePlan GPU_PLAN = new RoutePlan(RoutePlan.Kind.BARRIER, GRID, 1, 60_000, 10_000, "test")
       .withNvshmem(new RoutePlan.Nvshmem(null, 1L << 30, StoreRoute.AUTO));
@@ -73,8 +76,8 @@ class GpuTeamStageTest {
   @Test
   void gpuRanksNeedAnNvshmemPlan() {
     RoutePlan tcp = new RoutePlan(RoutePlan.Kind.BARRIER, GRID, 1, 60_000, 10_000, "test");
-    assertThrows(IllegalArgumentException.class, () -> new GpuRankTask(STACK, tcp, RouteMetrics.NONE));
-    assertDoesNotThrow(() -> new GpuRankTask(STACK, GPU_PLAN, RouteMetrics.NONE));
+    assertThrows(IllegalArgumentException.class, () -> new GpuRankTask(NO_WEIGHTS, tcp, RouteMetrics.NONE));
+    assertDoesNotThrow(() -> new GpuRankTask(NO_WEIGHTS, GPU_PLAN, RouteMetrics.NONE));
   }
 
   @Test

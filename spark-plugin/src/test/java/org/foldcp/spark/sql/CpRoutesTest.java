@@ -35,6 +35,7 @@ class CpRoutesTest {
   @BeforeAll
   static void start() {
     spark = SparkTestSession.start();
+    spark.conf().set("spark.foldcp.metrics.level", "debug"); // every metric, so that each is checked
     stack = SparkTestSession.stack();
   }
 
@@ -69,6 +70,10 @@ class CpRoutesTest {
           route + " " + grid + ": complex " + IDS[c] + " differs from CpuTriMul");
     }
     assertEquals(expectedTiles, rows.size(), "one tile per (complex, rank) holding real positions");
+    assertEquals(rows.size(), SparkTestSession.metric(exec, SqlRouteMetrics.NUM_OUTPUT_ROWS), "numOutputRows");
+    assertEquals(SparkTestSession.metric(exec, SqlRouteMetrics.COMPUTE_TIME)
+        + SparkTestSession.metric(exec, SqlRouteMetrics.RESHARD_TIME), SparkTestSession.metric(exec, SqlRouteMetrics.OP_TIME),
+        "opTime is the operator's compute plus reshard time");
     assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.NUM_TILES) > 0, "tiles metric");
     assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.BYTES_IN) > 0, "bytes in metric");
     assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.BYTES_OUT) > 0, "bytes out metric");

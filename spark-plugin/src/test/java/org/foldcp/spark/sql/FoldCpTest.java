@@ -81,21 +81,41 @@ class FoldCpTest {
   }
 
   @Test
-  void theExecutedPlanHasTheColumnarOperatorAndItsMetrics() {
+  void theOperatorIsRowBasedWithSparksEssentialMetricsByDefault() {
     Dataset<Row> out = FoldCp.apply(SparkTestSession.wholeComplexes(spark), stack);
     TriMulExec exec = SparkTestSession.operator(out);
-    assertTrue(exec.supportsColumnar());
-    assertTrue(SparkTestSession.contains(out, ColumnarToRowExec.class), "Spark turns the batches into rows above the operator");
-    assertFalse(SparkTestSession.contains(out, RowToColumnarExec.class),
-        "the operator reads its child's rows, no row-to-columnar copy below it");
+    assertFalse(exec.supportsColumnar());
+    assertFalse(SparkTestSession.contains(out, ColumnarToRowExec.class), "rows in, rows out: no transitions");
+    assertFalse(SparkTestSession.contains(out, RowToColumnarExec.class), "rows in, rows out: no transitions");
     assertEquals(Kind.SINGLE, exec.plan().kind);
+    assertEquals(java.util.Set.of(SqlRouteMetrics.NUM_OUTPUT_ROWS, SqlRouteMetrics.OP_TIME),
+        java.util.Set.copyOf(scala.jdk.javaapi.CollectionConverters.asJava(exec.metrics().keySet())),
+        "spark.foldcp.metrics.level = essential (the default) keeps Spark's two metrics only");
 
-    out.collectAsList();
-    long pairBytes = 2L * D * (N[0] * N[0] + N[1] * N[1]);
-    assertEquals(2, SparkTestSession.metric(exec, SqlRouteMetrics.NUM_TILES));
-    assertEquals(pairBytes, SparkTestSession.metric(exec, SqlRouteMetrics.BYTES_IN));
-    assertEquals(pairBytes, SparkTestSession.metric(exec, SqlRouteMetrics.BYTES_OUT));
-    assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.COMPUTE_TIME) > 0, "compute time is measured");
+    int rows = out.collectAsList().size();
+    assertEquals(rows, SparkTestSession.metric(exec, SqlRouteMetrics.NUM_OUTPUT_ROWS));
+    assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.OP_TIME) > 0, "op time is measured");
+  }
+
+  @Test
+  void debugMetricsCountTheWorkAndTheBytesMoved() {
+    spark.conf().set("spark.foldcp.metrics.level", "debug");
+    try {
+      Dataset<Row> out = FoldCp.apply(SparkTestSession.wholeComplexes(spark), stack);
+      TriMulExec exec = SparkTestSession.operator(out);
+      assertTrue(((org.apache.spark.sql.classic.Dataset<Row>) out).queryExecution().explainString(ExplainMode.fromString("formatted")).contains("Metrics: debug"));
+      out.collectAsList();
+      long pairBytes = 2L * D * (N[0] * N[0] + N[1] * N[1]);
+      assertEquals(2, SparkTestSession.metric(exec, SqlRouteMetrics.NUM_OUTPUT_ROWS));
+      assertEquals(2, SparkTestSession.metric(exec, SqlRouteMetrics.NUM_TILES));
+      assertEquals(pairBytes, SparkTestSession.metric(exec, SqlRouteMetrics.BYTES_IN));
+      assertEquals(pairBytes, SparkTestSession.metric(exec, SqlRouteMetrics.BYTES_OUT));
+      assertTrue(SparkTestSession.metric(exec, SqlRouteMetrics.COMPUTE_TIME) > 0, "compute time is measured");
+      assertEquals(SparkTestSession.metric(exec, SqlRouteMetrics.COMPUTE_TIME),
+          SparkTestSession.metric(exec, SqlRouteMetrics.OP_TIME), "the single route's op time is its compute time");
+    } finally {
+      spark.conf().unset("spark.foldcp.metrics.level");
+    }
   }
 
   @Test
@@ -171,12 +191,14 @@ class FoldCpTest {
     SparkTestSession.wholeComplexes(spark).write().parquet(dir.resolve("tiles").toString());
     Dataset<Row> fromParquet = FoldCp.apply(spark.read().parquet(dir.resolve("tiles").toString()), stack);
     assertEqualsReference(fromParquet.collectAsList());
-    assertTrue(SparkTestSession.operator(fromParquet).child().supportsColumnar(), "a batched scan below the operator");
+    assertTrue(SparkTestSession.contains(fromParquet, ColumnarToRowExec.class),
+        "Spark's own transition turns the batched scan into the rows the operator reads");
+    assertFalse(SparkTestSession.operator(fromParquet).child().supportsColumnar(), "the operator's child gives rows");
 
     // An exchange below makes the plan adaptive; the operator runs inside a query stage.
     Dataset<Row> repartitioned = FoldCp.apply(SparkTestSession.wholeComplexes(spark).repartition(3), stack);
     assertEqualsReference(repartitioned.collectAsList());
-    assertEquals(2, SparkTestSession.metric(SparkTestSession.operator(repartitioned), SqlRouteMetrics.NUM_TILES));
+    assertEquals(2, SparkTestSession.metric(SparkTestSession.operator(repartitioned), SqlRouteMetrics.NUM_OUTPUT_ROWS));
   }
 
   @Test

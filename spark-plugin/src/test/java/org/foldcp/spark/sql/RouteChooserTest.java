@@ -154,4 +154,28 @@ class RouteChooserTest {
         FoldCpOptions.fromConf().withRoute(Kind.SINGLE).applyTo(session)));
     assertTrue(e.getMessage().contains("spark.foldcp.cp = 2"), e.getMessage());
   }
+
+  /** foldcp_trimul rows (RoutePlan.Backend.of) and the single route's plan pick the backend by one rule. */
+  @Test
+  void rowsAndTheSingleRouteChooseTheBackendAlike() {
+    String[][] settings = {{}, {"spark.foldcp.route", "cpu"}, {"spark.foldcp.route", "gpu"},
+        {"spark.foldcp.gpu.enabled", "false"}};
+    RoutePlan.Backend[] expected = {RoutePlan.Backend.AUTO, RoutePlan.Backend.CPU, RoutePlan.Backend.GPU,
+        RoutePlan.Backend.CPU};
+    for (int q = 0; q < settings.length; q++) {
+      Map<String, String> c = conf(settings[q]);
+      assertEquals(expected[q], RoutePlan.Backend.of(org.foldcp.spark.config.FoldCpConf.from(c)), c.toString());
+      assertEquals(expected[q], RouteChooser.choose(c).backend, c.toString());
+    }
+  }
+
+  /** Plans made outside the chooser take their timeouts from FoldCpConf's defaults, not literals of their own. */
+  @Test
+  void plansOutsideTheChooserUseTheConfigurationDefaults() {
+    RoutePlan chosen = RouteChooser.choose(conf("spark.foldcp.route", "cpu"));
+    RoutePlan single = RoutePlan.single(1, "test");
+    assertEquals(chosen.barrierTimeoutMillis, single.barrierTimeoutMillis);
+    assertEquals(chosen.connectTimeoutMillis, single.connectTimeoutMillis);
+    assertEquals(chosen.allowNonFinite, single.allowNonFinite);
+  }
 }
