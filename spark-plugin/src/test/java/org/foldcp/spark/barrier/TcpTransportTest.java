@@ -253,13 +253,13 @@ class TcpTransportTest {
       for (int r = 0; r < CP; r++) {
         int rank = r;
         TcpTransport.Rendezvous announce = rv.forRank(rank);
-        TcpTransport.Rendezvous mine = own -> {
+        TcpTransport.Rendezvous mine = (own, share) -> {
           if (rank == 2) {
             // while rank 2 listens, someone from another team knocks, ahead of every peer
             ranks.submit(() -> strayAnswer.complete(knock(own, "other-team", 2, knocked)));
           }
           knocked.join();
-          return announce.exchange(own);
+          return announce.exchange(own, share);
         };
         done.add(ranks.submit(() -> {
           try (TcpTransport t = TcpTransport.open(new TcpTransport.Team(rank, CP, "team-s"), LOOPBACK, 10_000, 10_000,
@@ -288,10 +288,14 @@ class TcpTransportTest {
     try (Socket s = new Socket()) {
       s.connect(TcpMesh.parseHostPort(address, to), 5000);
       s.setSoTimeout(5000);
-      Handshake.sendHello(new DataOutputStream(new BufferedOutputStream(s.getOutputStream())),
-          new Handshake.Hello(Handshake.VERSION, team, CP, 0, to));
       sent.complete(null);
-      return Handshake.readReply(new DataInputStream(s.getInputStream()));
+      TeamKey someKey = TeamKey.of(List.of(TeamKey.newShare()), team, null);
+      Handshake.connect(new DataInputStream(s.getInputStream()),
+          new DataOutputStream(new BufferedOutputStream(s.getOutputStream())),
+          new Handshake.Hello(Handshake.VERSION, team, CP, 0, to, TeamKey.nonce(Handshake.NONCE_BYTES)), someKey);
+      return null;
+    } catch (Handshake.Refused e) {
+      return e.getMessage();
     } catch (Exception e) {
       sent.complete(null);
       return "no answer: " + e;
