@@ -123,7 +123,7 @@ final class MeshAcceptor {
           s.getRemoteSocketAddress(), e.getMessage());
       drop(s);
     } catch (IOException | RuntimeException e) {
-      LOG.warn("rank {} of team '{}' dropped a connection from {} that did not complete the handshake within {} ms: {}",
+      LOG.warn("rank {} of team '{}' dropped a connection from {} during the handshake (which may take {} ms): {}",
           team.rank(), team.teamId(), s.getRemoteSocketAddress(), HANDSHAKE_MILLIS, e.toString());
       drop(s);
     }
