@@ -408,6 +408,26 @@ class SafeTensorsTest {
     assertArrayEquals(new float[] {1f, Bf16.round(70000f)}, SafeTensors.readAll(f).get("w").values());
   }
 
+  @Test
+  void aWriteThatFailsHalfWayLeavesThePreviousFileAndNoPartialOne() throws IOException {
+    Path f = dir.resolve("kept.safetensors");
+    Map<String, WeightTensor> good = Map.of("w", new WeightTensor("w", new long[] {2}, new float[] {1f, 2f}));
+    SafeTensors.write(f, good, "F16", null);
+    byte[] before = Files.readAllBytes(f);
+    // the header is out and the first value written when the second turns out not to fit F16
+    Map<String, WeightTensor> bad = Map.of("w", new WeightTensor("w", new long[] {2}, new float[] {3f, 70000f}));
+    String msg = message(() -> SafeTensors.write(f, bad, "F16", null));
+    assertTrue(msg.contains("rounds to infinity in F16"), msg);
+    assertArrayEquals(before, Files.readAllBytes(f), "the previous file is untouched");
+    try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+      assertEquals(List.of(), files.filter(p -> p.getFileName().toString().endsWith(".partial")).toList(),
+          "no temporary file is left behind");
+    }
+    Path fresh = dir.resolve("never.safetensors");
+    message(() -> SafeTensors.write(fresh, bad, "F16", null));
+    assertTrue(!Files.exists(fresh), "a failed first write leaves no file at all");
+  }
+
   // ---- LayerWeights' name and shape checks, reached through the reader ----
 
   @Test

@@ -1,0 +1,173 @@
+package org.foldcp.spark.barrier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.lang.management.BufferPoolMXBean;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+import org.apache.spark.api.java.JavaSparkContext;
+import org.apache.spark.sql.SparkSession;
+import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.cpu.CpuTriMul;
+import org.foldcp.ops.gpu.MemoryLeakCheck;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.route.RouteMetrics;
+import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.tiles.TileRecord;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Load: one barrier-route job (cp = 2, CPU ranks over TCP) over 200 complexes of mixed N, from 32
+ * to 512 but mostly small, in Spark local mode. Every output equals the cp = 1 reference, and the
+ * job leaves nothing behind, counted before and after rather than assumed: no fold-cp thread, no
+ * file descriptor or socket, no heap growth beyond a bound, no direct or GPU-registered native memory.
+ */
+class BarrierLoadTest {
+  private static final int D = 8;
+  private static final int COMPLEXES = 200;
+  /** Heap growth a job may leave behind (Spark's bookkeeping of one more job); the job's own data is far more. */
+  private static final long HEAP_SLACK = 48L << 20;
+  /** Threads and descriptors Spark itself may add on a second job (idle pool threads, lazily opened jars). */
+  private static final int SPARK_SLACK = 8;
+
+  /** N of complex {@code c}: 32..64 for most, a few up to 300, two of 512. */
+  static int n(int c) {
+    if (c < 160) {
+      return 32 + (c * 37) % 33;
+    }
+    if (c < 190) {
+      return 65 + (c * 53) % 96;
+    }
+    return c < 198 ? 161 + (c * 71) % 140 : 512;
+  }
+
+  @Test
+  void twoHundredComplexesOfMixedNMatchTheReferenceAndLeaveNothingBehind() throws Exception {
+    LayerStack stack = LayerStack.randomAlternating(2, D, 77L, true);
+    List<TileRecord> in = new ArrayList<>();
+    for (int c = 0; c < COMPLEXES; c++) {
+      in.add(new TileRecord(String.format("c%03d", c), n(c), 0, 0, PairTensor.random(1, n(c), D, 1000L + c, 0.1)));
+    }
+    RoutePlan plan = new RoutePlan(RoutePlan.Kind.BARRIER, CpGrid.of(2, 1), 1, 120_000, 30_000, "load test");
+    SparkSession spark = SparkSessions.local("local[2]");
+    try {
+      JavaSparkContext jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
+      // a first, small job starts whatever Spark starts once (pools, shuffle service, block manager)
+      new BarrierRoute().run(jsc.parallelize(in.subList(0, 4), 2), stack, plan, RouteMetrics.NONE).collect();
+      Resources before = Resources.settled();
+      long mark = MemoryLeakCheck.mark();
+
+      List<TileRecord> out = new BarrierRoute().run(jsc.parallelize(in, 4), stack, plan, RouteMetrics.NONE).collect();
+      Map<String, PairTensor> got = BarrierRouteTest.reassemble(out);
+      assertEquals(2 * COMPLEXES, out.size(), "one output tile per (complex, rank)");
+      try (CpuTriMul cpu = new CpuTriMul(1)) {
+        for (TileRecord x : in) {
+          assertTrue(got.get(x.complexId).sameAs(cpu.forward(x.tile, stack)), x.complexId + " (N = " + x.nTokens + ")");
+        }
+      }
+      out = null;
+      got = null;
+
+      Resources after = Resources.settled();
+      System.out.println("[load] " + COMPLEXES + " complexes, N 32..512: before " + before + ", after " + after);
+      assertEquals(List.of(), MemoryLeakCheck.openHandlesSince(mark), "native handles left open");
+      assertEquals(before.foldcpThreads(), after.foldcpThreads(), "fold-cp threads: " + after.foldcpThreadNames());
+      assertTrue(after.sockets() <= before.sockets(), "sockets: " + before + " -> " + after);
+      assertTrue(after.fds() <= before.fds() + SPARK_SLACK, "file descriptors: " + before + " -> " + after);
+      assertTrue(after.threads() <= before.threads() + SPARK_SLACK, "threads: " + before + " -> " + after);
+      assertTrue(after.heapUsed() <= before.heapUsed() + HEAP_SLACK, "heap: " + before + " -> " + after);
+      assertTrue(after.directBytes() <= before.directBytes() + (1L << 20), "direct memory: " + before + " -> " + after);
+    } finally {
+      SparkSessions.stop(spark);
+    }
+  }
+
+  /** What a job could leak, counted in this JVM. */
+  record Resources(long heapUsed, long directBytes, int threads, List<String> foldcpThreadNames, int fds, int sockets) {
+    int foldcpThreads() {
+      return foldcpThreadNames.size();
+    }
+
+    /**
+     * Counts once fold-cp's threads have ended (pools end their threads asynchronously) and after
+     * a full collection, so that the heap count is what is still referenced.
+     */
+    static Resources settled() throws IOException, InterruptedException {
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      List<String> foldcp = foldcpThreads();
+      while (!foldcp.isEmpty() && System.nanoTime() < deadline) {
+        Thread.sleep(100);
+        foldcp = foldcpThreads();
+      }
+      for (int k = 0; k < 3; k++) {
+        System.gc();
+        Thread.sleep(50);
+      }
+      Runtime rt = Runtime.getRuntime();
+      long direct = 0;
+      for (BufferPoolMXBean pool : ManagementFactory.getPlatformMXBeans(BufferPoolMXBean.class)) {
+        if (pool.getName().equals("direct")) {
+          direct = pool.getMemoryUsed();
+        }
+      }
+      int fds = 0;
+      int sockets = 0;
+      try (Stream<Path> list = Files.list(Path.of("/proc/self/fd"))) {
+        for (Path fd : (Iterable<Path>) list::iterator) {
+          fds++;
+          try {
+            if (Files.readSymbolicLink(fd).toString().startsWith("socket:")) {
+              sockets++;
+            }
+          } catch (IOException e) {
+            // closed between listing and reading: not open any more
+          }
+        }
+      }
+      return new Resources(rt.totalMemory() - rt.freeMemory(), direct, Thread.getAllStackTraces().size(), foldcp, fds,
+          sockets);
+    }
+
+    private static List<String> foldcpThreads() {
+      List<String> names = new ArrayList<>();
+      for (Thread t : Thread.getAllStackTraces().keySet()) {
+        if (t.getName().startsWith("foldcp-") && t.isAlive()) {
+          names.add(t.getName());
+        }
+      }
+      names.sort(null);
+      return names;
+    }
+
+    @Override
+    public String toString() {
+      return String.format("heap %d MiB, direct %d KiB, %d threads (%d fold-cp), %d fds (%d sockets)",
+          heapUsed >> 20, directBytes >> 10, threads, foldcpThreads(), fds, sockets);
+    }
+  }
+
+  /** Keeps the N distribution honest: mostly small, the range 32..512 covered. */
+  @Test
+  void theMixIsMostlySmallAndSpans32To512() {
+    Map<Integer, Integer> byBand = new TreeMap<>();
+    int min = Integer.MAX_VALUE;
+    int max = 0;
+    for (int c = 0; c < COMPLEXES; c++) {
+      byBand.merge(n(c) <= 64 ? 64 : n(c) <= 160 ? 160 : 512, 1, Integer::sum);
+      min = Math.min(min, n(c));
+      max = Math.max(max, n(c));
+    }
+    assertEquals(32, min);
+    assertEquals(512, max);
+    assertEquals(Map.of(64, 160, 160, 30, 512, 10), byBand);
+  }
+}
