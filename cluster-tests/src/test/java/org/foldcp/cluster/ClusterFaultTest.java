@@ -34,6 +34,11 @@ import scala.jdk.javaapi.CollectionConverters;
  * rank sees its peer's connection close and fails at once), Spark retries the whole barrier stage
  * once the Worker has replaced the executor, and the job's output is complete and equal to the
  * cp = 1 reference: exactly one tile per (complex, rank), nothing of the failed attempt.
+ *
+ * <p>The stage ends in a shuffle, as the DataFrame API runs it ({@link BarrierRoute#leaveBarrierStage}):
+ * Spark retries barrier stages that end in a shuffle only. A barrier result stage (the route's
+ * output collected as is) fails the job instead, with Spark's "Could not recover from a failed
+ * barrier ResultStage" and the lost executor's exit status.
  */
 @ExtendWith(SharedCluster.class)
 class ClusterFaultTest {
@@ -57,7 +62,9 @@ class ClusterFaultTest {
     context.sc().addSparkListener(killer);
     List<TileRecord> out;
     try {
-      out = cluster.collect(new BarrierRoute().run(context.parallelize(complexes, 2), stack, plan, RouteMetrics.NONE));
+      // as the DataFrame API runs it: the barrier stage ends in a shuffle, which is what lets Spark retry it
+      out = cluster.collect(BarrierRoute.leaveBarrierStage(
+          new BarrierRoute().run(context.parallelize(complexes, 2), stack, plan, RouteMetrics.NONE)));
       context.sc().listenerBus().waitUntilEmpty();
     } finally {
       context.sc().removeSparkListener(killer);

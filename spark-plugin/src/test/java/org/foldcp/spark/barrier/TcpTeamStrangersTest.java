@@ -25,12 +25,6 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import org.foldcp.ops.cp.CpGrid;
-import org.foldcp.ops.cp.CpRank;
-import org.foldcp.ops.cp.ShardLayout;
-import org.foldcp.ops.cp.Sharding;
-import org.foldcp.ops.cpu.CpuTriMul;
-import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -64,12 +58,7 @@ class TcpTeamStrangersTest {
   @Test
   void strangersAreRefusedInBoundedTimeAndTheTeamStillComputesTheReference() {
     assertTimeoutPreemptively(Duration.ofSeconds(90), () -> {
-      int n = 9;
-      int d = 6;
-      PairTensor x = PairTensor.random(1, n, d, 21, 0.1);
-      LayerStack stack = LayerStack.randomAlternating(2, d, 5, true);
-      ShardLayout layout = new ShardLayout(CpGrid.oneD(CP), n, d);
-      PairTensor[] tiles = Sharding.shard(x, layout);
+      CpCase c = CpCase.of(CP, 9, 6, 21);
       ThreadRendezvous rv = new ThreadRendezvous(CP);
       List<Future<Outcome>> strangers = new ArrayList<>();
       List<String> listened = new ArrayList<>(List.of("", "", ""));
@@ -90,15 +79,15 @@ class TcpTeamStrangersTest {
           await(knocked);
           TcpTransport.Roster roster = announce.exchange(own, share);
           if (rank == 0) {
-            sleep(RANK0_LATE_MILLIS); // so the strangers must be closed by their own deadline, not by the team forming
+            TcpTransportTest.sleep(RANK0_LATE_MILLIS); // so the strangers must be closed by their own deadline, not by the team forming
           }
           return roster;
         };
         done.add(threads.submit(() -> {
           try (TcpTransport t = TcpTransport.open(new TcpTransport.Team(rank, CP, "team-strangers"), LOOPBACK, 20_000,
-              20_000, withStrangers); CpRank cp = new CpRank(layout, t, 1)) {
+              20_000, withStrangers)) {
             formedAt.complete(System.nanoTime());
-            return cp.forward(tiles[rank], stack);
+            return c.forward(rank, t);
           }
         }));
       }
@@ -106,10 +95,7 @@ class TcpTeamStrangersTest {
       for (int r = 0; r < CP; r++) {
         out[r] = done.get(r).get(60, TimeUnit.SECONDS);
       }
-      try (CpuTriMul cpu = new CpuTriMul(1)) {
-        assertTrue(Sharding.unshard(out, layout, true).sameAs(cpu.forward(x, stack)),
-            "the team's result equals the single-rank reference");
-      }
+      c.assertEqualsReference(out);
       assertEquals(8, strangers.size());
       for (Future<Outcome> f : strangers) {
         Outcome o = f.get(30, TimeUnit.SECONDS);
@@ -211,15 +197,6 @@ class TcpTeamStrangersTest {
       count++;
     }
     return "closed after " + count + " bytes from the rank";
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new IllegalStateException(e);
-    }
   }
 
   private static void await(CountDownLatch latch) {
