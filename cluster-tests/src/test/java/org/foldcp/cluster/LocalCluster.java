@@ -159,8 +159,9 @@ final class LocalCluster implements AutoCloseable {
   /**
    * Waits until every executor has registered, then runs one task per executor: an executor
    * registers before it builds its Executor (plugins, serializer), so only a task proves it works.
+   * Also after a test killed an executor, until the Worker's replacement works.
    */
-  private void awaitExecutors() {
+  void awaitExecutors() {
     long deadline = System.nanoTime() + EXECUTOR_START.toNanos();
     int registered;
     while ((registered = context.sc().getExecutorIds().size()) < EXECUTORS) {

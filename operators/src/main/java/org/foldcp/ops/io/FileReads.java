@@ -45,16 +45,6 @@ final class FileReads {
     }
   }
 
-  /** Opens {@code file} for writing, replacing any previous content. */
-  static FileChannel openWrite(Path file) {
-    try {
-      return FileChannel.open(file, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-          StandardOpenOption.WRITE);
-    } catch (IOException e) {
-      throw new UncheckedIOException("creating " + file, e);
-    }
-  }
-
   /** Writes all of {@code buf} at the channel's current position. */
   static void writeFully(FileChannel ch, ByteBuffer buf, Path file) {
     try {

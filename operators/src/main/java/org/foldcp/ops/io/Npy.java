@@ -208,7 +208,8 @@ public final class Npy {
             + t.shapeString());
     long[] shape = rank == 4 ? new long[] {t.batch(), t.rows(), t.cols(), t.dim()}
         : new long[] {t.rows(), t.cols(), t.dim()};
-    try (FileChannel ch = FileReads.openWrite(file)) {
+    try (AtomicWrite w = AtomicWrite.open(file)) {
+      FileChannel ch = w.channel();
       FileReads.writeFully(ch, ByteBuffer.wrap(NpyHeader.encode("<f4", shape)), file);
       int rowLen = t.cols() * t.dim();
       ByteBuffer buf = ByteBuffer.allocate(Math.min(rowLen, CHUNK) * 4).order(ByteOrder.LITTLE_ENDIAN);
@@ -226,15 +227,15 @@ public final class Npy {
           }
         }
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("writing " + file, e);
+      w.commit();
     }
   }
 
   /** Writes the mask as uint8 of shape (B, rows, cols); all ones when the tensor has no mask. */
   public static void writeMask(Path file, PairTensor t) {
     long[] shape = {t.batch(), t.rows(), t.cols()};
-    try (FileChannel ch = FileReads.openWrite(file)) {
+    try (AtomicWrite w = AtomicWrite.open(file)) {
+      FileChannel ch = w.channel();
       FileReads.writeFully(ch, ByteBuffer.wrap(NpyHeader.encode("|u1", shape)), file);
       byte[] ones = new byte[t.cols()];
       Arrays.fill(ones, (byte) 1);
@@ -244,8 +245,7 @@ public final class Npy {
           FileReads.writeFully(ch, ByteBuffer.wrap(m == null ? ones : m), file);
         }
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("writing " + file, e);
+      w.commit();
     }
   }
 

@@ -152,7 +152,8 @@ public final class SafeTensors {
     byte[] header = Arrays.copyOf(text, (text.length + 7) / 8 * 8);
     Arrays.fill(header, text.length, header.length, (byte) ' ');
 
-    try (FileChannel ch = FileReads.openWrite(file)) {
+    try (AtomicWrite w = AtomicWrite.open(file)) {
+      FileChannel ch = w.channel();
       ByteBuffer len = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(header.length);
       FileReads.writeFully(ch, len.flip(), file);
       FileReads.writeFully(ch, ByteBuffer.wrap(header), file);
@@ -173,8 +174,7 @@ public final class SafeTensors {
           FileReads.writeFully(ch, buf.flip(), file);
         }
       }
-    } catch (IOException e) {
-      throw new UncheckedIOException("writing " + file, e);
+      w.commit();
     }
   }
 

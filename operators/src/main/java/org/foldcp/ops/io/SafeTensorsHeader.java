@@ -8,8 +8,11 @@ import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collection;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -119,7 +122,34 @@ final class SafeTensorsHeader {
         entries.put(key, entry(key, e.getValue(), file));
       }
     }
+    refuseOverlaps(entries.values(), file);
     return new SafeTensorsHeader(file, size, 8 + n, entries, metadata);
+  }
+
+  /**
+   * Two tensors may not share bytes: a crafted file could otherwise alias one weight onto
+   * another (the reference implementation also refuses it). Empty and reversed ranges own no
+   * bytes here; a reversed one is refused by its own rule when it is read.
+   */
+  private static void refuseOverlaps(Collection<Entry> entries, Path file) {
+    List<Entry> owning = new ArrayList<>();
+    for (Entry e : entries) {
+      if (e.end > e.begin) {
+        owning.add(e);
+      }
+    }
+    owning.sort(Comparator.comparingLong((Entry e) -> e.begin).thenComparingLong(e -> e.end));
+    Entry reach = null; // of the ranges so far, the one that ends last
+    for (Entry e : owning) {
+      if (reach != null && e.begin < reach.end) {
+        throw InvalidInputException.of("data_offsets of '" + e.name + "' and '" + reach.name + "' in " + file,
+            "[" + e.begin + ", " + e.end + "] and [" + reach.begin + ", " + reach.end + "]",
+            "the byte ranges of two tensors must not overlap");
+      }
+      if (reach == null || e.end > reach.end) {
+        reach = e;
+      }
+    }
   }
 
   private static void readMetadata(Object value, Path file, Map<String, String> out) {

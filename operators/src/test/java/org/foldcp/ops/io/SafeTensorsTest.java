@@ -156,7 +156,7 @@ class SafeTensorsTest {
   }
 
   @Test
-  void readsHandBuiltHalfAndBfloatBytesAndOverlappingOffsets() throws IOException {
+  void readsHandBuiltHalfAndBfloatBytes() throws IOException {
     ByteBuffer data = ByteBuffer.allocate(12).order(ByteOrder.LITTLE_ENDIAN);
     data.putShort((short) 0x3c00).putShort((short) 0xc000); // F16 1, -2
     data.putShort((short) 0x3fc0).putShort((short) 0xc020); // BF16 1.5, -2.5
@@ -164,15 +164,12 @@ class SafeTensorsTest {
     String json = "{\"__metadata__\":{\"k\":\"v\"},"
         + "\"h\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[0,4]},"
         + "\"b\":{\"dtype\":\"BF16\",\"shape\":[1,2],\"data_offsets\":[4,8]},"
-        + "\"same_as_b\":{\"dtype\":\"F16\",\"shape\":[2],\"data_offsets\":[4,8]},"
         + "\"f\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}";
     Path f = RawFiles.safetensors(dir.resolve("hand.safetensors"), json, data.array());
     Map<String, WeightTensor> all = SafeTensors.readAll(f);
     assertArrayEquals(new float[] {1f, -2f}, all.get("h").values());
     assertArrayEquals(new float[] {1.5f, -2.5f}, all.get("b").values());
     assertArrayEquals(new long[] {1, 2}, all.get("b").shape());
-    assertArrayEquals(new float[] {Half.toFloat((short) 0x3fc0), Half.toFloat((short) 0xc020)},
-        all.get("same_as_b").values(), "overlapping ranges are allowed");
     assertArrayEquals(new float[] {0.75f}, all.get("f").values());
     assertEquals(Map.of("k", "v"), SafeTensors.metadata(f));
   }
@@ -354,6 +351,31 @@ class SafeTensorsTest {
   }
 
   @Test
+  void overlappingOffsetsAreRefusedNamingBothTensors() throws IOException {
+    // "b" shares bytes 4..8 with "a"; "c" starts where "b" ends and "z" owns no bytes, both fine
+    String json = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+        + "\"z\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[4,4]},"
+        + "\"c\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]},"
+        + "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
+    Path f = RawFiles.safetensors(dir.resolve("overlap.safetensors"), json, new byte[16]);
+    String msg = message(() -> SafeTensors.keys(f));
+    assertTrue(msg.contains("data_offsets of 'b' and 'a'") && msg.contains("= [4, 12] and [0, 8]")
+        && msg.contains("the byte ranges of two tensors must not overlap"), msg);
+    // a range inside a longer earlier one is caught too, and coinciding ranges are overlaps
+    String inside = "{\"long\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[0,16]},"
+        + "\"mid\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]},"
+        + "\"end\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[12,16]}}";
+    Path g = RawFiles.safetensors(dir.resolve("inside.safetensors"), inside, new byte[16]);
+    msg = message(() -> SafeTensors.readAll(g));
+    assertTrue(msg.contains("data_offsets of 'mid' and 'long'") && msg.contains("= [8, 12] and [0, 16]"), msg);
+    String same = "{\"x\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+        + "\"y\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    Path h = RawFiles.safetensors(dir.resolve("same.safetensors"), same, new byte[4]);
+    msg = message(() -> SafeTensors.readAll(h));
+    assertTrue(msg.contains("data_offsets of 'y' and 'x'") && msg.contains("must not overlap"), msg);
+  }
+
+  @Test
   void aShapeOf2To40ElementsIsRefusedBeforeAnythingIsAllocated() throws IOException {
     // 2^40 float32 values would be 4 TiB; the offsets (and the file) hold 16 bytes
     Path f = RawFiles.safetensors(dir.resolve("huge.safetensors"),
@@ -384,6 +406,26 @@ class SafeTensorsTest {
     assertTrue(over.contains("w[1] = 70000.0") && over.contains("rounds to infinity in F16"), over);
     SafeTensors.write(f, t, "BF16", null);
     assertArrayEquals(new float[] {1f, Bf16.round(70000f)}, SafeTensors.readAll(f).get("w").values());
+  }
+
+  @Test
+  void aWriteThatFailsHalfWayLeavesThePreviousFileAndNoPartialOne() throws IOException {
+    Path f = dir.resolve("kept.safetensors");
+    Map<String, WeightTensor> good = Map.of("w", new WeightTensor("w", new long[] {2}, new float[] {1f, 2f}));
+    SafeTensors.write(f, good, "F16", null);
+    byte[] before = Files.readAllBytes(f);
+    // the header is out and the first value written when the second turns out not to fit F16
+    Map<String, WeightTensor> bad = Map.of("w", new WeightTensor("w", new long[] {2}, new float[] {3f, 70000f}));
+    String msg = message(() -> SafeTensors.write(f, bad, "F16", null));
+    assertTrue(msg.contains("rounds to infinity in F16"), msg);
+    assertArrayEquals(before, Files.readAllBytes(f), "the previous file is untouched");
+    try (java.util.stream.Stream<Path> files = Files.list(dir)) {
+      assertEquals(List.of(), files.filter(p -> p.getFileName().toString().endsWith(".partial")).toList(),
+          "no temporary file is left behind");
+    }
+    Path fresh = dir.resolve("never.safetensors");
+    message(() -> SafeTensors.write(fresh, bad, "F16", null));
+    assertTrue(!Files.exists(fresh), "a failed first write leaves no file at all");
   }
 
   // ---- LayerWeights' name and shape checks, reached through the reader ----

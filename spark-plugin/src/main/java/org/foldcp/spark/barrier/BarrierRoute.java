@@ -32,8 +32,11 @@ import scala.reflect.ClassTag$;
  * {@link BarrierPreflight} runs first, on the driver.
  *
  * <p>The output RDD ends in the barrier stage, so Spark refuses jobs that run only some of its
- * partitions (take, first, limit, Dataset.show): consume it whole (collect, count, write, a
- * shuffle), or repartition it before such calls.
+ * partitions (take, first, limit, Dataset.show), and a failed attempt of the stage (a lost
+ * executor, a failed rank) fails the job at once: Spark retries a barrier stage only when it
+ * ends in a shuffle, never a barrier result stage. {@link #leaveBarrierStage} ends it in a
+ * shuffle (the DataFrame API always does); without it, consume the output whole (collect, count,
+ * write) and expect no retry.
  */
 public final class BarrierRoute implements TileRoute {
   private static final Logger LOG = LoggerFactory.getLogger(BarrierRoute.class);
@@ -67,5 +70,17 @@ public final class BarrierRoute implements TileRoute {
           stack.dim(), plan.threadsPerTask);
     }
     return JavaRDD.fromRDD(out, tag);
+  }
+
+  /**
+   * Ends the barrier stage with a shuffle of the output tiles: then show(), take(), first() and
+   * limit() work on the output, and Spark retries the whole barrier stage when an attempt fails
+   * (up to spark.stage.maxConsecutiveAttempts), which it never does for a barrier result stage.
+   */
+  public static JavaRDD<TileRecord> leaveBarrierStage(JavaRDD<TileRecord> out) {
+    int parts = Math.max(1, out.getNumPartitions());
+    return out.mapToPair(t -> new scala.Tuple2<>(t.complexId + "#" + t.row0 + "," + t.col0, t))
+        .partitionBy(new org.apache.spark.HashPartitioner(parts))
+        .values();
   }
 }

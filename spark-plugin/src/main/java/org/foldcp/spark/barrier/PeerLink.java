@@ -6,11 +6,14 @@ import java.io.Closeable;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
 import java.net.ProtocolException;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.FloatBuffer;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -28,6 +31,11 @@ final class PeerLink implements Closeable {
   /** Floats per chunk: large enough for throughput, small enough to stay in cache. */
   static final int CHUNK_FLOATS = 64 * 1024;
   private static final int REASON_CHARS = 4000;
+  /**
+   * Floats of a payload allocated before they arrive (16 MiB): a reshard payload up to this size
+   * is read into its final array without copies, a larger one grows as it arrives.
+   */
+  static final int UPFRONT_FLOATS = 1 << 22;
 
   private final int self;
   private final int peer;
@@ -40,24 +48,27 @@ final class PeerLink implements Closeable {
   private final ByteBuffer writeChunk = ByteBuffer.allocate(CHUNK_FLOATS * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
 
   PeerLink(int self, int peer, String address, Socket socket) throws IOException {
+    this(self, peer, address, socket, socket.getInputStream(), socket.getOutputStream());
+  }
+
+  /** A link over {@code in} and {@code out}; {@code socket} null (the frame fuzzer): no timeouts, nothing to close. */
+  PeerLink(int self, int peer, String address, Socket socket, InputStream in, OutputStream out) {
     this.self = self;
     this.peer = peer;
     this.address = address;
     this.socket = socket;
-    // the handshake reads through these same buffered streams, so nothing read ahead is lost
-    this.in = new DataInputStream(new BufferedInputStream(socket.getInputStream(), 256 * 1024));
-    this.out = new DataOutputStream(new BufferedOutputStream(socket.getOutputStream(), 64 * 1024));
+    this.in = new DataInputStream(new BufferedInputStream(in, 256 * 1024));
+    this.out = new DataOutputStream(new BufferedOutputStream(out, 64 * 1024));
   }
 
   int peer() { return peer; }
 
   String address() { return address; }
 
-  DataInputStream in() { return in; }
-
-  DataOutputStream out() { return out; }
-
   void readTimeoutMillis(long millis) throws IOException {
+    if (socket == null) {
+      return;
+    }
     socket.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, millis)));
   }
 
@@ -115,11 +126,16 @@ final class PeerLink implements Closeable {
     if (length == -1) {
       return null;
     }
-    float[] payload = new float[length];
+    // A length is a claim until its floats arrive: beyond UPFRONT_FLOATS the array grows
+    // (doubling) as they do, so a corrupt header cannot make this rank allocate gigabytes.
+    float[] payload = new float[Math.min(length, UPFRONT_FLOATS)];
     FloatBuffer floats = readChunk.asFloatBuffer();
     for (int off = 0; off < length; off += CHUNK_FLOATS) {
       int n = Math.min(CHUNK_FLOATS, length - off);
       in.readFully(readChunk.array(), 0, n * Float.BYTES);
+      if (off + n > payload.length) {
+        payload = Arrays.copyOf(payload, (int) Math.min(length, 2L * payload.length));
+      }
       floats.clear();
       floats.get(payload, off, n);
     }
@@ -158,6 +174,9 @@ final class PeerLink implements Closeable {
   /** Closes the connection; a thread blocked reading or writing on it fails at once. */
   @Override
   public void close() {
+    if (socket == null) {
+      return;
+    }
     try {
       if (!socket.isClosed() && !socket.isOutputShutdown()) {
         // FIN after whatever was written, so the peer reads an abort notice before the end

@@ -13,7 +13,6 @@ import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.util.List;
 import java.util.Set;
-import java.util.TreeSet;
 import java.util.concurrent.CompletionService;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorCompletionService;
@@ -26,8 +25,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Connects one rank into the full mesh of its team: the lower rank of every pair connects, the
- * higher one accepts, and a {@link Handshake} checks team id, team size and both ranks, so a
- * stray connection is refused rather than taken for a peer. The rank accepts and makes all its
+ * higher one accepts ({@link MeshAcceptor}), and a {@link Handshake} checks team id, team size
+ * and both ranks and has both sides prove they hold the {@link TeamKey}, so a stray connection
+ * is refused rather than taken for a peer. The rank accepts and makes all its
  * connections at once, so that one hung peer does not use up the time of the others; it all
  * ends by the connect timeout, with an error that names the ranks that did not join.
  */
@@ -36,15 +36,17 @@ final class TcpMesh {
   private static final int SOCKET_BUFFER_BYTES = 4 << 20;
 
   private final TcpTransport.Team team;
+  private final TeamKey key;
   private final List<String> addresses;
   private final long connectTimeoutMillis;
   private final ExecutorService pool;
   private final PeerLink[] links;
 
   /** {@link #connect} fills {@code links} (by peer rank); {@code pool} runs the accepting and connecting. */
-  TcpMesh(TcpTransport.Team team, List<String> addresses, long connectTimeoutMillis, ExecutorService pool,
+  TcpMesh(TcpTransport.Team team, TeamKey key, List<String> addresses, long connectTimeoutMillis, ExecutorService pool,
           PeerLink[] links) {
     this.team = team;
+    this.key = key;
     this.addresses = addresses;
     this.connectTimeoutMillis = connectTimeoutMillis;
     this.pool = pool;
@@ -122,47 +124,12 @@ final class TcpMesh {
     }
   }
 
-  /** Lower ranks connect to this one; anything else that connects is refused and logged. */
+  /** Lower ranks connect to this one; anything else that connects is refused and logged ({@link MeshAcceptor}). */
   private void acceptLowerRanks(ServerSocket listener, long deadline) throws IOException {
-    Set<Integer> missing = new TreeSet<>();
-    for (int p = 0; p < rank(); p++) {
-      missing.add(p);
-    }
-    while (!missing.isEmpty()) {
-      long left = millisLeft(deadline);
-      if (left <= 0) {
-        throw neverConnected(missing);
-      }
-      listener.setSoTimeout((int) Math.min(Integer.MAX_VALUE, left));
-      Socket s;
-      try {
-        s = listener.accept();
-      } catch (SocketTimeoutException e) {
-        throw neverConnected(missing);
-      }
-      try {
-        configure(s);
-        s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, millisLeft(deadline))));
-        Handshake.Hello hello = Handshake.readHello(new DataInputStream(s.getInputStream()));
-        String refusal = Handshake.refusal(hello, teamId(), size(), rank(), missing::contains);
-        Handshake.sendReply(new DataOutputStream(new BufferedOutputStream(s.getOutputStream())), refusal);
-        if (refusal != null) {
-          LOG.warn("rank {} of team '{}' refused a connection from {}: {}", rank(), teamId(), s.getRemoteSocketAddress(),
-              refusal);
-          closeQuietly(s);
-          continue;
-        }
-        links[hello.fromRank()] = new PeerLink(rank(), hello.fromRank(), addresses.get(hello.fromRank()), s);
-        missing.remove(hello.fromRank());
-      } catch (IOException e) {
-        LOG.warn("rank {} of team '{}' dropped a connection from {} that did not complete the handshake: {}", rank(),
-            teamId(), s.getRemoteSocketAddress(), e.toString());
-        closeQuietly(s);
-      }
-    }
+    new MeshAcceptor(team, key, addresses, links).run(listener, deadline, this::neverConnected);
   }
 
-  private IllegalStateException neverConnected(Set<Integer> missing) {
+  private RuntimeException neverConnected(Set<Integer> missing) {
     return new IllegalStateException("rank " + rank() + " of team '" + teamId() + "': rank" + (missing.size() > 1 ? "s " : " ")
         + missing.toString().replaceAll("[\\[\\]]", "") + " did not connect within " + connectTimeoutMillis + " ms ("
         + FoldCpConf.CONNECT_TIMEOUT_MS.name() + "): never joined the team (failed, stuck, or cannot reach "
@@ -186,15 +153,15 @@ final class TcpMesh {
       throw new IllegalStateException(who + " could not connect to rank " + peer + " at " + address + ": " + e.getMessage()
           + ": rank " + peer + " is not listening (it failed, or its host is unreachable)", e);
     }
-    String refusal;
     try {
-      s.setSoTimeout((int) Math.min(Integer.MAX_VALUE, Math.max(1, millisLeft(deadline))));
-      Handshake.sendHello(new DataOutputStream(new BufferedOutputStream(s.getOutputStream())),
-          new Handshake.Hello(Handshake.VERSION, teamId(), size(), rank(), peer));
-      refusal = Handshake.readReply(new DataInputStream(s.getInputStream()));
-      if (refusal == null) {
-        return new PeerLink(rank(), peer, address, s);
-      }
+      Handshake.connect(new DataInputStream(new DeadlineInputStream(s, deadline)),
+          new DataOutputStream(new BufferedOutputStream(s.getOutputStream())),
+          new Handshake.Hello(Handshake.VERSION, teamId(), size(), rank(), peer, TeamKey.nonce(Handshake.NONCE_BYTES)), key);
+      return new PeerLink(rank(), peer, address, s);
+    } catch (Handshake.Refused e) {
+      closeQuietly(s);
+      throw new IllegalStateException(who + ": rank " + peer + " at " + address + " refused the connection: "
+          + e.getMessage(), e);
     } catch (SocketTimeoutException e) {
       closeQuietly(s);
       throw new IllegalStateException(who + ": rank " + peer + " at " + address + " took the TCP connection but did not"
@@ -208,11 +175,9 @@ final class TcpMesh {
       closeQuietly(s);
       throw new IllegalStateException(who + ": the handshake with rank " + peer + " at " + address + " failed: " + e, e);
     }
-    closeQuietly(s);
-    throw new IllegalStateException(who + ": rank " + peer + " at " + address + " refused the connection: " + refusal);
   }
 
-  private static void configure(Socket s) throws IOException {
+  static void configure(Socket s) throws IOException {
     s.setTcpNoDelay(true);
     s.setKeepAlive(true);
     s.setSendBufferSize(SOCKET_BUFFER_BYTES);

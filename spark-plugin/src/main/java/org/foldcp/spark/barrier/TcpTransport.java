@@ -26,11 +26,13 @@ import org.slf4j.LoggerFactory;
  * The reshards of a CP team over TCP, one socket per pair of ranks (a full mesh), for ranks in
  * different processes or hosts: the barrier tasks of the CPU route.
  *
- * <p>Forming the mesh: every rank listens on an ephemeral port, the ranks swap "host:port"
- * through a {@link Rendezvous} (the barrier stage's allGather), then the lower rank of every
- * pair connects and the higher one accepts. A handshake states team id, team size and both
- * ranks, so a stray connection is refused rather than taken for a peer. Connecting is bounded
- * by the connect timeout; every later read by the read timeout.
+ * <p>Forming the mesh: every rank listens on an ephemeral port, the ranks swap "host:port" and
+ * random shares of the team's key through a {@link Rendezvous} (the barrier stage's allGather),
+ * then the lower rank of every pair connects and the higher one accepts. A handshake states team
+ * id, team size and both ranks, and both sides prove they hold the key, so a stray connection is
+ * refused rather than taken for a peer. The listener is closed as soon as the mesh is formed (or
+ * failed): a rank listens only while its team forms. Connecting is bounded by the connect
+ * timeout; every later read by the read timeout.
  *
  * <p>An all-to-all writes to each peer on one thread and reads from it on another, so payloads
  * of any size cannot deadlock on full socket buffers. The first failure on any link ends the
@@ -48,11 +50,17 @@ public final class TcpTransport implements ReshardTransport {
    */
   private static final long PEER_ACCOUNT_MILLIS = 250;
 
-  /** Swaps this rank's "host:port" for the addresses of all ranks, in rank order. */
+  /**
+   * Swaps this rank's "host:port" and its share of the team key ({@link TeamKey#newShare}) for
+   * the addresses of all ranks, in rank order, and the team's key made of all shares.
+   */
   @FunctionalInterface
   public interface Rendezvous {
-    List<String> exchange(String ownAddress);
+    Roster exchange(String ownAddress, byte[] keyShare);
   }
+
+  /** What the rendezvous gives every rank: the addresses in rank order and the team's key. */
+  record Roster(List<String> addresses, TeamKey key) {}
 
   /** Who this rank is in which team. The team id must be the same on every rank and unique per team. */
   public record Team(int rank, int size, String teamId) {
@@ -102,14 +110,15 @@ public final class TcpTransport implements ReshardTransport {
     String own = TcpMesh.hostPort(bindAddress, listener.getLocalPort());
     TcpTransport transport = null;
     try {
-      List<String> addresses = rendezvous.exchange(own);
-      TcpMesh.checkAddresses(team, own, addresses);
-      transport = new TcpTransport(team, addresses, readTimeoutMillis);
+      Roster roster = rendezvous.exchange(own, TeamKey.newShare());
+      TcpMesh.checkAddresses(team, own, roster.addresses());
+      transport = new TcpTransport(team, roster.addresses(), readTimeoutMillis);
       long t0 = System.nanoTime();
-      new TcpMesh(team, transport.addresses, connectTimeoutMillis, transport.pool, transport.links).connect(listener);
+      new TcpMesh(team, roster.key(), transport.addresses, connectTimeoutMillis, transport.pool, transport.links)
+          .connect(listener);
       transport.applyReadTimeout();
-      LOG.info("rank {} of team '{}' connected to {} peers in {} ms, listening on {}", team.rank(), team.teamId(),
-          team.size() - 1, (System.nanoTime() - t0) / 1_000_000, own);
+      LOG.info("rank {} of team '{}' connected to {} peers in {} ms, listening on {} until then, key {}", team.rank(),
+          team.teamId(), team.size() - 1, (System.nanoTime() - t0) / 1_000_000, own, roster.key());
       return transport;
     } catch (RuntimeException | Error e) {
       if (transport != null) {

@@ -17,6 +17,7 @@ import org.foldcp.ops.cp.TeamMember;
 import org.foldcp.ops.cp.TeamRankMap;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.config.SparkKeys;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.tiles.TileRecord;
 import org.slf4j.Logger;
@@ -53,18 +54,39 @@ final class TeamFormation {
     String host = host(env);
     String teamId = teamId(env, ctx);
     AtomicReference<List<ComplexShape>> complexes = new AtomicReference<>();
+    String appSecret = appSecret(env);
     TcpTransport transport = TcpTransport.open(new TcpTransport.Team(rank, grid.size(), teamId), bindAddress(host, rank),
-        plan.connectTimeoutMillis, plan.barrierTimeoutMillis, own -> {
+        plan.connectTimeoutMillis, plan.barrierTimeoutMillis, (own, share) -> {
           Agreement agreed = agree(ctx::allGather, rank, grid,
-              RankAnnouncement.of(rank, own, host, env.executorId(), tiles, stack));
+              RankAnnouncement.of(rank, own, host, env.executorId(), tiles, stack).withKeyShare(share));
           checkMembers(agreed.team(), grid);
           complexes.set(agreed.complexes());
           log(rank, teamId, agreed);
-          List<String> addresses = new ArrayList<>();
-          agreed.team().forEach(a -> addresses.add(a.address()));
-          return addresses;
+          return roster(agreed.team(), teamId, appSecret);
         });
     return new Formed(transport, complexes.get());
+  }
+
+  /** The addresses and the team key of the announcements of a TCP team, in rank order. */
+  static TcpTransport.Roster roster(List<RankAnnouncement> team, String teamId, String appSecret) {
+    List<String> addresses = new ArrayList<>();
+    List<byte[]> shares = new ArrayList<>();
+    for (RankAnnouncement a : team) {
+      addresses.add(a.address());
+      shares.add(a.keyShare());
+    }
+    return new TcpTransport.Roster(addresses, TeamKey.of(shares, teamId, appSecret));
+  }
+
+  /**
+   * Spark's application secret when {@code spark.authenticate} is on (it then keys the team key:
+   * {@link TeamKey}), else null. The secret is the one Spark's own RPC authenticates with.
+   */
+  static String appSecret(SparkEnv env) {
+    if (!env.conf().getBoolean(SparkKeys.AUTHENTICATE, false)) {
+      return null;
+    }
+    return env.securityManager().getSecretKey();
   }
 
   /**

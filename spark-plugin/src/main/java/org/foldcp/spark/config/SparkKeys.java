@@ -13,6 +13,10 @@ public final class SparkKeys {
   public static final String EXECUTOR_CORES = "spark.executor.cores";
   public static final String EXECUTOR_GPUS = "spark.executor.resource.gpu.amount";
   public static final String TASK_GPUS = "spark.task.resource.gpu.amount";
+  /** Spark authenticates its RPC with an application secret; a TCP team then keys its handshake with it. */
+  public static final String AUTHENTICATE = "spark.authenticate";
+  /** Spark encrypts its RPC and block transfers; the TCP team's frames are not, so it stands aside. */
+  public static final String NETWORK_CRYPTO = "spark.network.crypto.enabled";
 
   private SparkKeys() {}
 

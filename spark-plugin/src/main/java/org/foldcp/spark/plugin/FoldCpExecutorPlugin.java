@@ -10,6 +10,8 @@ import org.apache.spark.TaskFailedReason;
 import org.apache.spark.api.plugin.ExecutorPlugin;
 import org.apache.spark.api.plugin.PluginContext;
 import org.apache.spark.resource.ResourceInformation;
+import org.foldcp.ops.gpu.GpuException;
+import org.foldcp.ops.gpu.StickyCudaErrors;
 import org.foldcp.ops.gpu.cp.TeamException;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.GpuOwners;
@@ -31,14 +33,18 @@ import org.slf4j.LoggerFactory;
  * replaces it, and the stage's retry forms a fresh team. It exits a moment later, from a thread
  * of its own: Spark calls this hook before it reports the task's failure, and an executor that
  * died at once would leave the driver with "executor lost" instead of the error that names the
- * missing ranks. Never in local mode, where the "executor" is the driver's JVM: there it logs
- * the failure loudly instead.
+ * missing ranks. A task that failed with a sticky CUDA error ({@link StickyCudaErrors}: an illegal
+ * address, a kernel launch failure...) recycles the executor the same way, since every later CUDA
+ * call of the process would fail too. Never in local mode, where the "executor" is the driver's
+ * JVM: there it logs the failure loudly instead.
  */
 final class FoldCpExecutorPlugin implements ExecutorPlugin {
   private static final Logger LOG = LoggerFactory.getLogger(FoldCpExecutorPlugin.class);
 
   /** The exit status of an executor recycled for a broken NVSHMEM team (spark-rapids uses 20 for fatal CUDA errors). */
   static final int TEAM_BROKEN_EXIT_CODE = 21;
+  /** The exit status of an executor recycled for a sticky CUDA error (spark-rapids' for a fatal CUDA error). */
+  static final int STICKY_CUDA_EXIT_CODE = 20;
   /** How long the executor lives on after a broken team, for Spark to report the task's failure to the driver. */
   static final Duration EXIT_GRACE = Duration.ofSeconds(3);
   /** Spark's executor id of the driver, whose JVM runs the tasks in local mode. */
@@ -96,35 +102,57 @@ final class FoldCpExecutorPlugin implements ExecutorPlugin {
     }
   }
 
-  /** Recycles the executor when a task failed with a broken NVSHMEM team (see the class comment). */
+  /** Recycles the executor when a task failed with a broken NVSHMEM team or a sticky CUDA error (see the class comment). */
   @Override
   public void onTaskFailed(TaskFailedReason reason) {
     String broken = teamFailure(reason);
-    if (broken == null) {
+    String sticky = broken == null ? stickyCudaFailure(reason) : null;
+    if (broken == null && sticky == null) {
       return;
     }
+    String what = broken != null ? "a broken NVSHMEM team (" + broken + ")" : "the sticky CUDA error " + sticky;
+    String why = broken != null ? "NVSHMEM initialises once per process" : "every later CUDA call of this process"
+        + " would fail with it";
+    int status = broken != null ? TEAM_BROKEN_EXIT_CODE : STICKY_CUDA_EXIT_CODE;
     if (DRIVER_ID.equals(executorId)) {
-      LOG.error("fold-cp: a task failed with a broken NVSHMEM team ({}). This is the driver's JVM (local mode), which"
-          + " fold-cp does not exit: it cannot join an NVSHMEM team again; restart the application before it runs"
-          + " another GPU team", broken);
+      LOG.error("fold-cp: a task failed with {}. This is the driver's JVM (local mode), which fold-cp does not exit:"
+          + " {}; restart the application before it runs more GPU work", what, why);
       return;
     }
     if (!exiting.compareAndSet(false, true)) {
       return;
     }
-    LOG.error("fold-cp: a task failed with a broken NVSHMEM team ({}); NVSHMEM initialises once per process, so"
-        + " executor {} exits (status {}) in {} ms for Spark to replace it and the stage's retry to form a fresh team",
-        broken, executorId, TEAM_BROKEN_EXIT_CODE, exitGrace.toMillis());
+    LOG.error("fold-cp: a task failed with {}; {}, so executor {} exits (status {}) in {} ms for Spark to replace it"
+        + " and the stage's retry to run on a fresh one", what, why, executorId, status, exitGrace.toMillis());
     Thread t = new Thread(() -> {
       try {
         Thread.sleep(exitGrace.toMillis());
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
-      exit.accept(TEAM_BROKEN_EXIT_CODE);
+      exit.accept(status);
     }, "foldcp-recycle-executor");
     t.setDaemon(false); // the JVM must not end some other way before the exit, with another status
     t.start();
+  }
+
+  /**
+   * The sticky CUDA error a task failure reports (a {@link org.foldcp.ops.gpu.GpuException} in
+   * its cause chain, or one named in Spark's stack trace text with GpuException), or null.
+   */
+  static String stickyCudaFailure(TaskFailedReason reason) {
+    if (!(reason instanceof ExceptionFailure)) {
+      return null;
+    }
+    ExceptionFailure failure = (ExceptionFailure) reason;
+    if (failure.exception().isDefined()) {
+      String named = StickyCudaErrors.in(failure.exception().get());
+      if (named != null) {
+        return named;
+      }
+    }
+    String trace = failure.fullStackTrace();
+    return trace != null && trace.contains(GpuException.class.getName()) ? StickyCudaErrors.named(trace) : null;
   }
 
   /**

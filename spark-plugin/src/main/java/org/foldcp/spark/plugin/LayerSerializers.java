@@ -6,6 +6,7 @@ import com.esotericsoftware.kryo.Serializer;
 import com.esotericsoftware.kryo.io.Input;
 import com.esotericsoftware.kryo.io.Output;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -25,9 +26,12 @@ final class LayerSerializers {
   private LayerSerializers() {}
 
   static final class WeightTensorSerializer extends Serializer<WeightTensor> {
+    /** Dimensions a tensor's shape may have on the wire (numpy's limit; weights have 1 or 2). */
+    static final int MAX_RANK = 64;
+
     @Override
     public void write(Kryo kryo, Output output, WeightTensor t) {
-      output.writeString(t.name());
+      KryoReads.writeString(output, t.name());
       long[] shape = t.shape();
       output.writeVarInt(shape.length, true);
       output.writeLongs(shape);
@@ -37,10 +41,11 @@ final class LayerSerializers {
 
     @Override
     public WeightTensor read(Kryo kryo, Input input, Class<WeightTensor> type) {
-      String name = input.readString();
-      long[] shape = input.readLongs(input.readVarInt(true));
-      float[] values = input.readFloats(input.readVarInt(true));
-      return new WeightTensor(name, shape, values);
+      String name = KryoReads.string(input, "WeightTensor name");
+      long[] shape = input.readLongs(KryoReads.count(input, 0, MAX_RANK, "rank of WeightTensor '" + name + "'"));
+      int count = KryoReads.count(input, 0, KryoReads.MAX_ARRAY, "value count of WeightTensor '" + name + "'");
+      // the constructor checks the count against the shape, the values' allocation follows the stream
+      return new WeightTensor(name, shape, KryoReads.floats(input, count));
     }
   }
 
@@ -49,6 +54,9 @@ final class LayerSerializers {
    * and compared: ranks rely on equal digests meaning bit-identical weights.
    */
   static final class LayerWeightsSerializer extends Serializer<LayerWeights> {
+    /** Tensors a layer may carry: the required and optional names. */
+    private static final int NAMES = LayerWeights.REQUIRED.size() + LayerWeights.OPTIONAL.size();
+
     @Override
     public void write(Kryo kryo, Output output, LayerWeights w) {
       output.writeVarInt(w.dim(), true);
@@ -56,30 +64,39 @@ final class LayerSerializers {
       output.writeVarInt(names.size(), true);
       for (String name : names) {
         float[] v = w.get(name);
-        output.writeString(name);
+        KryoReads.writeString(output, name);
         output.writeVarInt(v.length, true);
         output.writeFloats(v);
       }
-      output.writeString(w.digest());
+      KryoReads.writeString(output, w.digest());
     }
 
     @Override
     public LayerWeights read(Kryo kryo, Input input, Class<LayerWeights> type) {
-      int dim = input.readVarInt(true);
-      int count = input.readVarInt(true);
+      int dim = KryoReads.count(input, 1, KryoReads.MAX_ARRAY, "D of LayerWeights");
+      int count = KryoReads.count(input, 0, NAMES, "tensor count of LayerWeights");
       Map<String, WeightTensor> tensors = new LinkedHashMap<>();
       for (int q = 0; q < count; q++) {
-        String name = input.readString();
-        float[] values = input.readFloats(input.readVarInt(true));
+        String name = KryoReads.string(input, "LayerWeights tensor name");
         long[] shape;
         try {
           shape = LayerWeights.expectedShape(name, dim);
         } catch (IllegalArgumentException e) {
           throw new KryoException("corrupt LayerWeights: " + e.getMessage(), e);
         }
-        tensors.put(name, new WeightTensor(name, shape, values));
+        int n = KryoReads.count(input, 0, KryoReads.MAX_ARRAY, "value count of LayerWeights tensor '" + name + "'");
+        long expected = 1;
+        for (long side : shape) {
+          expected *= side; // below 2^63: at most 2D * D with D < 2^31
+        }
+        if (n != expected) {
+          // refused before reading: D^2 values claimed by a corrupt D would otherwise be read first
+          throw KryoReads.corrupt("value count of LayerWeights tensor '" + name + "'", n,
+              "must be " + expected + " for D = " + dim);
+        }
+        tensors.put(name, new WeightTensor(name, shape, KryoReads.floats(input, n)));
       }
-      String digest = input.readString();
+      String digest = KryoReads.string(input, "LayerWeights digest");
       LayerWeights w = LayerWeights.fromTensors(tensors, "", dim);
       if (!w.digest().equals(digest)) {
         throw new KryoException("LayerWeights digest mismatch after deserialization: wrote " + digest
@@ -96,14 +113,20 @@ final class LayerSerializers {
 
     @Override
     public void write(Kryo kryo, Output output, TriMulSpec s) {
-      output.writeString(s.direction().name());
+      KryoReads.writeString(output, s.direction().name());
       output.writeBoolean(s.residual());
       output.writeFloat(s.eps());
     }
 
     @Override
     public TriMulSpec read(Kryo kryo, Input input, Class<TriMulSpec> type) {
-      Direction direction = Direction.valueOf(input.readString());
+      String name = KryoReads.string(input, "TriMulSpec direction");
+      Direction direction;
+      try {
+        direction = Direction.valueOf(name);
+      } catch (IllegalArgumentException e) {
+        throw KryoReads.corrupt("TriMulSpec direction", "'" + name + "'", "must be one of " + Arrays.toString(Direction.values()));
+      }
       boolean residual = input.readBoolean();
       return new TriMulSpec(direction, residual, input.readFloat());
     }
@@ -135,8 +158,9 @@ final class LayerSerializers {
 
     @Override
     public LayerStack read(Kryo kryo, Input input, Class<LayerStack> type) {
-      int size = input.readVarInt(true);
-      List<TriMulLayer> layers = new ArrayList<>(size);
+      int size = KryoReads.count(input, 1, KryoReads.MAX_ARRAY, "layer count of LayerStack");
+      // grows as layers arrive: the count alone must not size an allocation
+      List<TriMulLayer> layers = new ArrayList<>(Math.min(size, 64));
       for (int l = 0; l < size; l++) {
         layers.add(kryo.readObject(input, TriMulLayer.class));
       }

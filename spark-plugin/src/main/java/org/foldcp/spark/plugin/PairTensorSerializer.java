@@ -58,7 +58,7 @@ final class PairTensorSerializer extends Serializer<PairTensor> {
       if (r == data.length) {
         data = Arrays.copyOf(data, (int) Math.min(rowCount, 2L * data.length));
       }
-      data[r] = readShorts(input, (int) rowLength);
+      data[r] = KryoReads.shorts(input, (int) rowLength);
     }
     byte[][] mask = null;
     if (input.readBoolean()) {
@@ -73,25 +73,4 @@ final class PairTensorSerializer extends Serializer<PairTensor> {
 
   /** Rows allocated ahead of the data; more are added (doubling) as rows arrive. */
   private static final int ROWS_AHEAD = 1024;
-  /** Shorts read at a time from a long row. */
-  private static final int CHUNK = 1 << 16;
-
-  /** {@code n} shorts, allocating in step with what the stream delivers (at most twice that). */
-  private static short[] readShorts(Input input, int n) {
-    if (n <= CHUNK) {
-      return input.readShorts(n);
-    }
-    short[] out = new short[CHUNK];
-    int filled = 0;
-    while (filled < n) {
-      int k = Math.min(CHUNK, n - filled);
-      if (filled + k > out.length) {
-        out = Arrays.copyOf(out, (int) Math.min(n, 2L * out.length));
-      }
-      short[] piece = input.readShorts(k);
-      System.arraycopy(piece, 0, out, filled, k);
-      filled += k;
-    }
-    return out;
-  }
 }

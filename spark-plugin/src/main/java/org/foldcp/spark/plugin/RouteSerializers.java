@@ -25,7 +25,7 @@ final class RouteSerializers {
 
     @Override
     public void write(Kryo kryo, Output output, TileRecord r) {
-      output.writeString(r.complexId);
+      KryoReads.writeString(output, r.complexId);
       output.writeVarInt(r.nTokens, true);
       output.writeVarInt(r.row0, true);
       output.writeVarInt(r.col0, true);
@@ -34,14 +34,14 @@ final class RouteSerializers {
 
     @Override
     public TileRecord read(Kryo kryo, Input input, Class<TileRecord> type) {
-      String id = input.readString();
+      String id = KryoReads.string(input, "TileRecord complex id");
       int n = input.readVarInt(true);
       int row0 = input.readVarInt(true);
       int col0 = input.readVarInt(true);
       PairTensor tile = kryo.readObject(input, PairTensor.class);
       // write never sends nulls: a null here is a corrupt stream, not a NullPointerException later
-      if (id == null || tile == null) {
-        throw new KryoException("corrupt TileRecord: null " + (id == null ? "complex id" : "tile"));
+      if (tile == null) {
+        throw new KryoException("corrupt TileRecord: null tile");
       }
       return new TileRecord(id, n, row0, col0, tile);
     }
@@ -54,13 +54,13 @@ final class RouteSerializers {
 
     @Override
     public void write(Kryo kryo, Output output, TileKey k) {
-      output.writeString(k.complexId);
+      KryoReads.writeString(output, k.complexId);
       output.writeVarInt(k.rank, true);
     }
 
     @Override
     public TileKey read(Kryo kryo, Input input, Class<TileKey> type) {
-      return new TileKey(input.readString(), input.readVarInt(true));
+      return new TileKey(KryoReads.string(input, "TileKey complex id"), input.readVarInt(true));
     }
   }
 
@@ -87,8 +87,8 @@ final class RouteSerializers {
       if (input.readBoolean()) {
         return RankMessage.tile(src, kryo.readObject(input, TileRecord.class));
       }
-      int n = input.readVarInt(true);
-      return RankMessage.payload(src, input.readFloats(n));
+      int n = KryoReads.count(input, 0, KryoReads.MAX_ARRAY, "RankMessage payload length");
+      return RankMessage.payload(src, KryoReads.floats(input, n));
     }
   }
 }

@@ -38,6 +38,7 @@ public final class RouteChooser {
   public static final String TASK_CPUS = SparkKeys.TASK_CPUS;
   public static final String EXECUTOR_GPUS = SparkKeys.EXECUTOR_GPUS;
   public static final String MASTER = SparkKeys.MASTER;
+  public static final String NETWORK_CRYPTO = SparkKeys.NETWORK_CRYPTO;
 
   private static final Logger LOG = LoggerFactory.getLogger(RouteChooser.class);
 
@@ -50,7 +51,7 @@ public final class RouteChooser {
    * when it loads, else why not; asked only when the executors run on this machine).
    */
   public record SparkFacts(boolean dynamicAllocation, int taskCpus, boolean executorGpus, String master,
-                           Function<String, String> cpLibraryReason) {
+                           boolean networkCrypto, Function<String, String> cpLibraryReason) {
     public SparkFacts {
       master = master == null ? "" : master.trim();
       Objects.requireNonNull(cpLibraryReason, "cpLibraryReason");
@@ -79,9 +80,10 @@ public final class RouteChooser {
   static RoutePlan choose(Map<String, String> settings, Function<String, String> cpLibraryReason) {
     FoldCpConf conf = FoldCpConf.from(settings);
     boolean dynamicAllocation = Boolean.parseBoolean(settings.getOrDefault(DYNAMIC_ALLOCATION, "false").trim());
+    boolean networkCrypto = Boolean.parseBoolean(settings.getOrDefault(NETWORK_CRYPTO, "false").trim());
     int taskCpus = parseTaskCpus(settings.getOrDefault(TASK_CPUS, "1"));
     boolean executorGpus = SparkKeys.resourceAmount(EXECUTOR_GPUS, settings.get(EXECUTOR_GPUS)) > 0;
-    return choose(conf, new SparkFacts(dynamicAllocation, taskCpus, executorGpus, settings.get(MASTER),
+    return choose(conf, new SparkFacts(dynamicAllocation, taskCpus, executorGpus, settings.get(MASTER), networkCrypto,
         cpLibraryReason));
   }
 
@@ -164,7 +166,7 @@ public final class RouteChooser {
     boolean gpuRoute = conf.route() == FoldCpConf.Route.GPU;
     switch (conf.transport()) {
       case TCP:
-        return plan(Kind.BARRIER, grid, threads, conf, why + "; " + transport + ": CPU ranks over TCP");
+        return tcp(conf, facts, grid, threads, why + "; " + transport + ": CPU ranks over TCP");
       case NVSHMEM: {
         String against = nvshmemCannotRun(conf, facts, false);
         if (against != null) {
@@ -188,12 +190,30 @@ public final class RouteChooser {
         if (facts.executorGpus() && conf.gpuEnabled()) {
           LOG.warn("fold-cp: the executors have GPUs, but cp = {} runs on the CPU over TCP: {}", grid.size(), against);
         }
-        return plan(Kind.BARRIER, grid, threads, conf, why + "; " + transport + ": CPU ranks over TCP, since "
-            + against);
+        return tcp(conf, facts, grid, threads, why + "; " + transport + ": CPU ranks over TCP, since " + against);
       }
       default:
         throw new IllegalStateException("unhandled transport " + conf.transport());
     }
+  }
+
+  /**
+   * A team of CPU ranks over TCP, unless Spark encrypts the traffic between executors: the team's
+   * frames are not encrypted, so then route auto sends the reshards through Spark shuffles (which
+   * Spark encrypts) and a forced barrier route is refused rather than run in the clear.
+   */
+  private static RoutePlan tcp(FoldCpConf conf, SparkFacts facts, CpGrid grid, int threads, String reason) {
+    if (!facts.networkCrypto()) {
+      return plan(Kind.BARRIER, grid, threads, conf, reason);
+    }
+    if (conf.route() == FoldCpConf.Route.AUTO) {
+      return plan(Kind.SHUFFLE, grid, threads, conf, reason + "; but " + NETWORK_CRYPTO + " = true and the TCP team's"
+          + " frames are not encrypted, so the reshards go through Spark shuffles, which Spark encrypts");
+    }
+    throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'" + conf.route().label() + "'", "its CPU ranks exchange"
+        + " the reshards over their own TCP connections, which are authenticated but not encrypted, and "
+        + NETWORK_CRYPTO + " = true asks for encrypted traffic between executors; use route shuffle (or auto), whose"
+        + " reshards travel through Spark's encrypted transport");
   }
 
   /**

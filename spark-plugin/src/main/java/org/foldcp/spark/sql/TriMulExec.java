@@ -12,6 +12,7 @@ import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.UnaryExecNode;
 import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.spark.barrier.BarrierRoute;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.TileRoute;
 import org.foldcp.spark.tiles.Retiling;
@@ -93,23 +94,10 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
     JavaRDD<TileRecord> tiles = decode(child.execute(), ordinals());
     JavaRDD<TileRecord> out = route.run(tiles, stack, plan, metrics);
     if (plan.kind == RoutePlan.Kind.BARRIER) {
-      out = leaveBarrierStage(out);
+      // show(), take() and a stage retry all need the output out of the barrier stage
+      out = BarrierRoute.leaveBarrierStage(out);
     }
     return encode(out, metrics).rdd();
-  }
-
-  /**
-   * Ends the barrier stage with a shuffle of the output tiles. Spark refuses jobs that run only
-   * some partitions of a barrier stage, which is what show(), take(), first() and limit() do; a
-   * DataFrame that fails on show() is not one users can work with, so the output pays one
-   * shuffle. The route's own API ({@code TileRoute.run}) does not, for callers that collect or
-   * write everything.
-   */
-  static JavaRDD<TileRecord> leaveBarrierStage(JavaRDD<TileRecord> out) {
-    int parts = Math.max(1, out.getNumPartitions());
-    return out.mapToPair(t -> new scala.Tuple2<>(t.complexId + "#" + t.row0 + "," + t.col0, t))
-        .partitionBy(new org.apache.spark.HashPartitioner(parts))
-        .values();
   }
 
   /** Where each field of PairTiles.SCHEMA sits in the child's rows, found by expression id. */

@@ -24,12 +24,6 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
-import org.foldcp.ops.cp.CpGrid;
-import org.foldcp.ops.cp.CpRank;
-import org.foldcp.ops.cp.ShardLayout;
-import org.foldcp.ops.cp.Sharding;
-import org.foldcp.ops.cpu.CpuTriMul;
-import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -253,13 +247,13 @@ class TcpTransportTest {
       for (int r = 0; r < CP; r++) {
         int rank = r;
         TcpTransport.Rendezvous announce = rv.forRank(rank);
-        TcpTransport.Rendezvous mine = own -> {
+        TcpTransport.Rendezvous mine = (own, share) -> {
           if (rank == 2) {
             // while rank 2 listens, someone from another team knocks, ahead of every peer
             ranks.submit(() -> strayAnswer.complete(knock(own, "other-team", 2, knocked)));
           }
           knocked.join();
-          return announce.exchange(own);
+          return announce.exchange(own, share);
         };
         done.add(ranks.submit(() -> {
           try (TcpTransport t = TcpTransport.open(new TcpTransport.Team(rank, CP, "team-s"), LOOPBACK, 10_000, 10_000,
@@ -288,10 +282,14 @@ class TcpTransportTest {
     try (Socket s = new Socket()) {
       s.connect(TcpMesh.parseHostPort(address, to), 5000);
       s.setSoTimeout(5000);
-      Handshake.sendHello(new DataOutputStream(new BufferedOutputStream(s.getOutputStream())),
-          new Handshake.Hello(Handshake.VERSION, team, CP, 0, to));
       sent.complete(null);
-      return Handshake.readReply(new DataInputStream(s.getInputStream()));
+      TeamKey someKey = TeamKey.of(List.of(TeamKey.newShare()), team, null);
+      Handshake.connect(new DataInputStream(s.getInputStream()),
+          new DataOutputStream(new BufferedOutputStream(s.getOutputStream())),
+          new Handshake.Hello(Handshake.VERSION, team, CP, 0, to, TeamKey.nonce(Handshake.NONCE_BYTES)), someKey);
+      return null;
+    } catch (Handshake.Refused e) {
+      return e.getMessage();
     } catch (Exception e) {
       sent.complete(null);
       return "no answer: " + e;
@@ -342,29 +340,22 @@ class TcpTransportTest {
   @Test
   void cpRanksOverTcpReproduceTheSingleRankBackendBitForBit() {
     assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
-      int n = 7;
-      int d = 6;
-      PairTensor x = PairTensor.random(1, n, d, 11, 0.2);
-      LayerStack stack = LayerStack.randomAlternating(2, d, 3, true);
-      ShardLayout layout = new ShardLayout(CpGrid.oneD(CP), n, d);
-      PairTensor[] tiles = Sharding.shard(x, layout);
+      CpCase c = CpCase.of(CP, 7, 6, 11);
       ThreadRendezvous rv = new ThreadRendezvous(CP);
       List<Future<PairTensor>> done = onEveryRank(rank -> {
-        try (TcpTransport t = open(rank, rv, "team-cp", 10_000, 30_000); CpRank cp = new CpRank(layout, t, 1)) {
-          return cp.forward(tiles[rank], stack);
+        try (TcpTransport t = open(rank, rv, "team-cp", 10_000, 30_000)) {
+          return c.forward(rank, t);
         }
       });
       PairTensor[] out = new PairTensor[CP];
       for (int r = 0; r < CP; r++) {
         out[r] = done.get(r).get();
       }
-      try (CpuTriMul cpu = new CpuTriMul(1)) {
-        assertTrue(Sharding.unshard(out, layout, true).sameAs(cpu.forward(x, stack)));
-      }
+      c.assertEqualsReference(out);
     });
   }
 
-  private static void sleep(long millis) {
+  static void sleep(long millis) {
     try {
       Thread.sleep(millis);
     } catch (InterruptedException e) {

@@ -15,6 +15,7 @@ import java.util.concurrent.TimeUnit;
 import org.apache.spark.ExceptionFailure;
 import org.apache.spark.TaskResultLost$;
 import org.apache.spark.scheduler.AccumulableInfo;
+import org.foldcp.ops.gpu.GpuException;
 import org.foldcp.ops.gpu.cp.TeamException;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
@@ -197,5 +198,39 @@ class FoldCpExecutorPluginTest {
     assertEquals("deep", FoldCpExecutorPlugin.teamFailure(failure(new RuntimeException(new RuntimeException(
         new TeamException("deep"))))));
     assertNull(FoldCpExecutorPlugin.teamFailure(failure(new RuntimeException("no team here"))));
+  }
+
+  @Test
+  void aStickyCudaErrorRecyclesTheExecutorAndAPassingOneDoesNot() throws InterruptedException {
+    BlockingQueue<Integer> exits = new LinkedBlockingQueue<>();
+    FoldCpExecutorPlugin plugin = new FoldCpExecutorPlugin(ExecutorState::gpusOf, exits::add, Duration.ofMillis(50));
+    plugin.init(FakePluginContext.withGpus("5", 1, "0"), DRIVER_SETTINGS);
+    // out of memory and a bad argument leave the context usable: the executor stays
+    plugin.onTaskFailed(failure(new GpuException("cuMemAlloc failed: out of memory", 2, "CUDA_ERROR_OUT_OF_MEMORY")));
+    plugin.onTaskFailed(failure(new GpuException("foldcp_trimul_forward failed: cudaErrorInvalidValue", 5,
+        "FOLDCP_ERR_CUDA")));
+    plugin.onTaskFailed(failure(new IllegalStateException("cudaErrorIllegalAddress, said by no GPU call")));
+    assertNull(exits.poll(300, TimeUnit.MILLISECONDS), "no sticky error yet");
+    // an illegal address from the JNI library, wrapped by the route: the executor exits, once
+    GpuException sticky = new GpuException("triangle kernel failed: cudaErrorIllegalAddress (an illegal memory access"
+        + " was encountered) [trimul_api.cu:212]", 5, "FOLDCP_ERR_CUDA");
+    plugin.onTaskFailed(failure(new RuntimeException("rank 0 failed", sticky)));
+    plugin.onTaskFailed(failure(sticky));
+    assertEquals(FoldCpExecutorPlugin.STICKY_CUDA_EXIT_CODE, exits.poll(10, TimeUnit.SECONDS));
+    assertNull(exits.poll(500, TimeUnit.MILLISECONDS), "one exit");
+    plugin.shutdown();
+  }
+
+  @Test
+  void stickyCudaErrorsAreFoundByDriverStatusOrInTheTraceText() {
+    assertEquals("CUDA_ERROR_LAUNCH_FAILED", FoldCpExecutorPlugin.stickyCudaFailure(failure(
+        new GpuException("cuStreamSynchronize failed", 719, "CUDA_ERROR_LAUNCH_FAILED"))));
+    String trace = "java.lang.IllegalStateException: rank 1 failed\nCaused by: " + GpuException.class.getName()
+        + ": cuMemcpyDtoH failed: CUDA_ERROR_ILLEGAL_ADDRESS";
+    ExceptionFailure lost = new ExceptionFailure("java.lang.IllegalStateException", "rank 1 failed",
+        new StackTraceElement[0], trace, scala.Option.empty(), NO_ACCUMULATORS, ExceptionFailure.apply$default$7(),
+        ExceptionFailure.apply$default$8());
+    assertEquals("CUDA_ERROR_ILLEGAL_ADDRESS", FoldCpExecutorPlugin.stickyCudaFailure(lost));
+    assertNull(FoldCpExecutorPlugin.stickyCudaFailure(TaskResultLost$.MODULE$));
   }
 }

@@ -200,7 +200,7 @@ class FoldCpKryoRegistratorTest {
 
   @Test
   void aPairTensorShapeBeyondTheStreamIsRefusedBeforeAllocating() {
-    // found by KryoTileFuzzTest: shape varints claiming 2^30 values (or 2^30 rows) in a stream of
+    // found by KryoFuzzTest.pairTiles: shape varints claiming 2^30 values (or 2^30 rows) in a stream of
     // a few bytes made the serializer allocate gigabytes (readShorts(n) allocates n first)
     Kryo kryo = new KryoSerializer(new SparkConf(false)
         .set("spark.kryo.registrator", FoldCpKryoRegistrator.class.getName())).newKryo();
@@ -224,12 +224,12 @@ class FoldCpKryoRegistratorTest {
   }
 
   @Test
-  void aTileRecordWithoutComplexIdIsACorruptStream() {
+  void aTileRecordWhoseComplexIdClaimsTooManyBytesIsACorruptStream() {
     Kryo kryo = new KryoSerializer(new SparkConf(false)
         .set("spark.kryo.registrator", FoldCpKryoRegistrator.class.getName())).newKryo();
     kryo.setReferences(false);
     Output out = new Output(256);
-    out.writeString(null);
+    out.writeVarInt(70_000, true); // the id's UTF-8 length, above the 64 KiB any id may have
     out.writeVarInt(2, true);
     out.writeVarInt(0, true);
     out.writeVarInt(0, true);
@@ -237,7 +237,8 @@ class FoldCpKryoRegistratorTest {
     byte[] stream = out.toBytes();
     KryoException e = assertThrows(KryoException.class,
         () -> kryo.readObject(new Input(stream), TileRecord.class));
-    assertTrue(e.getMessage().contains("corrupt TileRecord: null complex id"), e.getMessage());
+    assertTrue(e.getMessage().contains("UTF-8 length of TileRecord complex id = 70000: must be in [0, 65536]"),
+        e.getMessage());
   }
 
   @Test

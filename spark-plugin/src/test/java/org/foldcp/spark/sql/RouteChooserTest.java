@@ -121,6 +121,23 @@ class RouteChooserTest {
   }
 
   @Test
+  void networkCryptoKeepsTheReshardsOffTheUnencryptedTcpTeam() {
+    RoutePlan p = RouteChooser.choose(conf("spark.foldcp.cp", "2", "spark.network.crypto.enabled", "true"));
+    assertEquals(Kind.SHUFFLE, p.kind);
+    assertTrue(p.reason.contains("spark.network.crypto.enabled = true and the TCP team's frames are not encrypted, so"
+        + " the reshards go through Spark shuffles, which Spark encrypts"), p.reason);
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(
+        conf("spark.foldcp.route", "barrier", "spark.foldcp.cp", "2", "spark.network.crypto.enabled", "true")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'barrier': its CPU ranks exchange the reshards over"
+        + " their own TCP connections, which are authenticated but not encrypted, and spark.network.crypto.enabled"
+        + " = true asks for encrypted traffic"), e.getMessage());
+    assertEquals(Kind.SHUFFLE, RouteChooser.choose(conf("spark.foldcp.route", "shuffle", "spark.foldcp.cp", "2",
+        "spark.network.crypto.enabled", "true")).kind);
+    assertEquals(Kind.BARRIER, RouteChooser.choose(conf("spark.foldcp.cp", "2", "spark.network.crypto.enabled", "false"))
+        .kind);
+  }
+
+  @Test
   void threadsAndTimeoutsComeFromTheConfiguration() {
     assertEquals(3, RouteChooser.choose(conf("spark.task.cpus", "3")).threadsPerTask);
     RoutePlan p = RouteChooser.choose(conf("spark.task.cpus", "3", "spark.foldcp.cpu.threads", "2",
