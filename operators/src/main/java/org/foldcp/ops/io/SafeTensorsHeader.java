@@ -3,11 +3,10 @@ package org.foldcp.ops.io;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.CharBuffer;
-import java.nio.channels.FileChannel;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -46,14 +45,14 @@ final class SafeTensorsHeader {
     }
   }
 
-  final Path file;
+  final Object file;
   final long fileSize;
   /** Absolute file offset of the data buffer: 8 + header length. */
   final long dataStart;
   final Map<String, Entry> entries;
   final Map<String, String> metadata;
 
-  private SafeTensorsHeader(Path file, long fileSize, long dataStart, Map<String, Entry> entries,
+  private SafeTensorsHeader(Object file, long fileSize, long dataStart, Map<String, Entry> entries,
       Map<String, String> metadata) {
     this.file = file;
     this.fileSize = fileSize;
@@ -67,7 +66,7 @@ final class SafeTensorsHeader {
   }
 
   /** Reads and checks only the header; no tensor data is touched. */
-  static SafeTensorsHeader read(FileChannel ch, Path file) {
+  static SafeTensorsHeader read(SeekableByteChannel ch, Object file) {
     long size = FileReads.size(ch, file);
     if (size < 8) {
       throw InvalidInputException.of("size of " + file, size + " bytes",
@@ -122,7 +121,7 @@ final class SafeTensorsHeader {
     return new SafeTensorsHeader(file, size, 8 + n, entries, metadata);
   }
 
-  private static void readMetadata(Object value, Path file, Map<String, String> out) {
+  private static void readMetadata(Object value, Object file, Map<String, String> out) {
     String rule = "\"" + METADATA + "\" must be a JSON object of string values";
     if (!(value instanceof Map)) {
       throw InvalidInputException.of("\"" + METADATA + "\" in " + file, FileReads.shown(value), rule);
@@ -136,7 +135,7 @@ final class SafeTensorsHeader {
     }
   }
 
-  private static Entry entry(String key, Object value, Path file) {
+  private static Entry entry(String key, Object value, Object file) {
     String what = "header entry '" + key + "' in " + file;
     String form = "must be {\"dtype\": str, \"shape\": [ints], \"data_offsets\": [begin, end]}";
     if (!(value instanceof Map)) {
