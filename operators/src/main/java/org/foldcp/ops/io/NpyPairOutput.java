@@ -18,6 +18,8 @@ public final class NpyPairOutput {
 
   private final OutputStream out;
   private final Object target;
+  private final int n;
+  private final int dim;
   private final long rowLen;
   private final long rowsWanted;
   private final ByteBuffer buf;
@@ -33,6 +35,8 @@ public final class NpyPairOutput {
             + batch + ", " + n + ", " + n + ", " + dim + ")");
     this.out = out;
     this.target = target;
+    this.n = n;
+    this.dim = dim;
     this.rowLen = (long) n * dim;
     this.rowsWanted = (long) batch * n;
     this.buf = ByteBuffer.allocate((int) Math.min(rowLen, CHUNK) * 4).order(ByteOrder.LITTLE_ENDIAN);
@@ -51,6 +55,16 @@ public final class NpyPairOutput {
       out.write(buf.array(), 0, buf.position());
     }
     valuesWritten += len;
+  }
+
+  /** N of the tensor being written. */
+  public int n() {
+    return n;
+  }
+
+  /** D of the tensor being written. */
+  public int dim() {
+    return dim;
   }
 
   /** Fails unless exactly every value of the tensor has been written. */
