@@ -4,18 +4,37 @@ import java.nio.file.Path;
 import org.apache.spark.sql.SparkSession;
 import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.tensor.PairTensor;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.io.TempDir;
 import scala.Option;
 
-/** The local Spark session of the data tests, and complexes written as a directory of .npy files. */
-final class DataSession {
-  private DataSession() {}
+/**
+ * The local Spark session of the data tests (started before a test class, stopped after it),
+ * and complexes written as a directory of .npy files.
+ */
+abstract class DataSession {
+  static SparkSession spark;
+
+  @TempDir
+  Path dir;
+
+  @BeforeAll
+  static void startSession() {
+    spark = start();
+  }
+
+  @AfterAll
+  static void stopSession() {
+    spark.stop();
+  }
 
   /**
    * Two slots and two attempts per task ({@code local[2,2]}), so that a task failing once is
    * retried as on a cluster. A session other tests left behind is stopped first: its master
    * would allow no retry.
    */
-  static SparkSession start() {
+  private static SparkSession start() {
     Option<SparkSession> old = SparkSession.getDefaultSession();
     if (old.isDefined()) {
       old.get().stop();

@@ -7,31 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.apache.spark.sql.SparkSession;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.io.SafeTensors;
 import org.foldcp.ops.layer.LayerWeights;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** .safetensors weights through Hadoop's FileSystem, against the local reader on the same file. */
-class HadoopWeightsTest {
-  private static SparkSession spark;
-
-  @TempDir
-  Path dir;
-
-  @BeforeAll
-  static void start() {
-    spark = DataSession.start();
-  }
-
-  @AfterAll
-  static void stop() {
-    spark.stop();
-  }
+class HadoopWeightsTest extends DataSession {
 
   @Test
   void aLayerFromAHadoopUriEqualsTheLocalReadersAndErrorsNameTheUri() {

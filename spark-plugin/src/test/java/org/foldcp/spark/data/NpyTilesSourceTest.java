@@ -11,7 +11,6 @@ import java.util.Comparator;
 import java.util.List;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.SparkSession;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.layer.LayerStack;
@@ -19,27 +18,10 @@ import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.sql.FoldCp;
 import org.foldcp.spark.sql.FoldCpOptions;
 import org.foldcp.spark.tiles.PairTiles;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 
 /** The foldcp-npy data source against the single-file path FoldCp.tilesFromNpy, on the same files. */
-class NpyTilesSourceTest {
-  private static SparkSession spark;
-
-  @TempDir
-  Path dir;
-
-  @BeforeAll
-  static void start() {
-    spark = DataSession.start();
-  }
-
-  @AfterAll
-  static void stop() {
-    spark.stop();
-  }
+class NpyTilesSourceTest extends DataSession {
 
   /** a: masked (1, N, N, D); b: (N, N, D) without mask; c: (2, N, N, D) with a (2, N, N) mask. */
   private void writeMixed() {

@@ -22,7 +22,6 @@ import org.apache.spark.api.java.JavaPairRDD;
 import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
-import org.apache.spark.sql.SparkSession;
 import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
@@ -30,31 +29,14 @@ import org.foldcp.spark.sql.FoldCp;
 import org.foldcp.spark.sql.FoldCpOptions;
 import org.foldcp.spark.tiles.RowBands;
 import org.foldcp.spark.tiles.TileRecord;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
-import org.junit.jupiter.api.io.TempDir;
 import scala.Tuple2;
 
 /** Output per complex through Spark's commit protocol: whole files only, and a retry writes them afresh. */
-class NpyWriteTest {
-  private static SparkSession spark;
+class NpyWriteTest extends DataSession {
   /** Where a failing attempt saw its half-written file; the task closures run in this JVM (local mode). */
   private static final List<Path> PARTIAL = new ArrayList<>();
   private static final AtomicInteger FAILURES = new AtomicInteger();
-
-  @TempDir
-  Path dir;
-
-  @BeforeAll
-  static void start() {
-    spark = DataSession.start();
-  }
-
-  @AfterAll
-  static void stop() {
-    spark.stop();
-  }
 
   @Test
   void theOperatorsOutputWrittenPerComplexEqualsTheSingleFilePathByteForByte() throws IOException {
