@@ -44,7 +44,7 @@ public final class FoldCpData {
 
   /**
    * As {@link #tilesFromDirectory(SparkSession, String)} with complexes cut into row bands of at
-   * most {@code maxTileBytes} pair bytes (below 2 GiB by default, Spark's binary values).
+   * most {@code maxTileBytes} pair bytes (1 GiB by default, RowBands.DEFAULT_MAX_TILE_BYTES).
    */
   public static Dataset<Row> tilesFromDirectory(SparkSession spark, String dir, long maxTileBytes) {
     new RowBands(maxTileBytes);
@@ -70,7 +70,10 @@ public final class FoldCpData {
     InvalidInputException.require(rank == 3 || rank == 4, "rank", rank,
         "must be 4 for (1, N, N, D) files or 3 for (N, N, D)");
     String id = PairTiles.SCHEMA.fields()[0].name();
-    Dataset<Row> sorted = tiles.repartition(functions.col(id))
+    // the columns of the schema in its order, whatever else the tiles carry (TileRecord.fromRow reads by position)
+    Dataset<Row> sorted = tiles.select(PairTiles.SCHEMA.fieldNames()[0], java.util.Arrays.copyOfRange(
+            PairTiles.SCHEMA.fieldNames(), 1, PairTiles.SCHEMA.size()))
+        .repartition(functions.col(id))
         .sortWithinPartitions(id, PairTiles.SCHEMA.fields()[2].name(), PairTiles.SCHEMA.fields()[3].name());
     JavaPairRDD<String, TileRecord> records = sorted.javaRDD().mapToPair(r -> {
       TileRecord t = TileRecord.fromRow(r);

@@ -22,8 +22,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Reads the complexes of one partition on an executor, one tile row at a time: each complex's
  * pair tensor (and mask) is opened through Hadoop's FileSystem and read a band of rows at a time
- * into the row's bf16 bytes, so a task holds one tile (at most the band limit, below 2 GiB) and a
- * bounded read buffer, never a whole file. The rows equal those of
+ * into the row's bf16 bytes, so a task holds one tile (its values decoded and encoded; at most
+ * the band limit, 1 GiB by default) and a bounded read buffer, never a whole file. The rows equal those of
  * {@code FoldCp.tilesFromNpy} for the same files: the same decoder rounds every value, a batch
  * element b of a (B, N, N, D) file is complex {@code <id>/b}, and a complex above the band limit
  * comes as consecutive row bands.

@@ -18,10 +18,10 @@ import org.foldcp.spark.tiles.PairTiles;
  * <p>Why a reader of our own and not {@code format("binaryFile")}: binaryFile hands each file to
  * the task as one byte array, so a task holds the float32 file (twice the bf16 tile) before
  * decoding it, and a file above 2 GiB cannot be read at all. This reader streams each file in
- * bounded chunks straight into the tile's bf16 bytes, and cuts a complex above 2 GiB into row
+ * bounded chunks straight into the tile's bf16 bytes, and cuts a complex above 1 GiB into row
  * bands.
  *
- * <p>Option {@code maxTileBytes} lowers the band limit (default: below 2 GiB, a binary value).
+ * <p>Option {@code maxTileBytes} lowers the band limit (default 1 GiB: RowBands.DEFAULT_MAX_TILE_BYTES).
  */
 public final class NpyTilesSource implements TableProvider, DataSourceRegister {
   /** The name {@code spark.read().format(...)} takes. */

@@ -12,7 +12,7 @@ import org.foldcp.ops.tensor.PairTensor;
 /**
  * A complex too large for one tile row, cut into row bands: tiles (row0, 0, rows, N) of at most
  * {@code maxTileBytes} bf16 bytes each, in row order. A Spark binary value holds less than 2 GiB,
- * so a cp = 1 complex with 2 N^2 D bytes above that travels as bands, and the cp = 1 route puts
+ * so a cp = 1 complex with 2 N^2 D bytes above the limit (1 GiB by default) travels as bands, and the cp = 1 route puts
  * them back together ({@link #gather}) when they arrive one after another, as the readers emit
  * them; its output leaves as bands again ({@link #cut}).
  *
@@ -21,11 +21,19 @@ import org.foldcp.ops.tensor.PairTensor;
 public final class RowBands implements Serializable {
   private static final long serialVersionUID = 1L;
 
-  /** The most bytes one BINARY value of a row may hold (the JVM's largest array, 2^31 - 9). */
+  /**
+   * The most pair bytes of one band by default: 1 GiB. A binary value could hold almost 2 GiB, but
+   * Spark keeps a whole row (the pair bytes, the mask, the id and the fixed fields) in one byte
+   * array of at most 2^31 - 16 bytes (UnsafeRow, column vectors), so half of that leaves room for
+   * the rest of the row and for the copies Spark makes growing its buffers.
+   */
+  public static final long DEFAULT_MAX_TILE_BYTES = 1L << 30;
+
+  /** The most pair bytes one tile row can hold at all (the JVM's largest array, 2^31 - 9). */
   public static final long BINARY_LIMIT = Integer.MAX_VALUE - 8;
 
-  /** Bands that fit Spark's binary values. */
-  public static final RowBands BINARY = new RowBands(BINARY_LIMIT);
+  /** Bands of the default size. */
+  public static final RowBands BINARY = new RowBands(DEFAULT_MAX_TILE_BYTES);
 
   private final long maxTileBytes;
 

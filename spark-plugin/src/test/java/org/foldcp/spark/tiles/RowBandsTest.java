@@ -21,18 +21,17 @@ import org.junit.jupiter.api.Test;
 class RowBandsTest {
   @Test
   void aComplexAboveOneBinaryValueIsCutIntoBandsBelowIt() {
-    // (1, 8192, 8192, 32): 4 GiB of bf16, twice what one binary value holds; one row is 512 KiB
+    // (1, 8192, 8192, 32): 4 GiB of bf16, twice what one binary value could hold; one row is 512 KiB
     int n = 8192;
     int d = 32;
     int[][] bands = RowBands.BINARY.bands("big", n, d);
     int per = RowBands.BINARY.rowsPerBand("big", n, d);
-    assertEquals((RowBands.BINARY_LIMIT) / (2L * n * d), per);
-    assertEquals(4095, per, "2^31 - 9 bytes hold 4095 rows of 512 KiB");
-    assertEquals(3, bands.length, "8192 rows in bands of 4095");
+    assertEquals(2048, per, "1 GiB bands hold 2048 rows of 512 KiB");
+    assertEquals(4, bands.length, "8192 rows in bands of 2048");
     long covered = 0;
     for (int[] b : bands) {
       assertEquals(covered, b[0], "bands follow one another");
-      assertTrue(2L * b[1] * n * d <= RowBands.BINARY_LIMIT, "each band fits a binary value");
+      assertTrue(2L * b[1] * n * d <= RowBands.DEFAULT_MAX_TILE_BYTES, "each band within the default limit");
       covered += b[1];
     }
     assertEquals(n, covered);
