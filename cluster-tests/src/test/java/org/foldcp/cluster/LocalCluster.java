@@ -62,6 +62,8 @@ final class LocalCluster implements AutoCloseable {
         .setMaster("local-cluster[" + EXECUTORS + ",1," + WORKER_MEMORY_MB + "]")
         .setAppName("fold-cp cluster tests")
         .set("spark.plugins", "org.foldcp.spark.plugin.FoldCpPlugin")
+        // so that a SparkSession on this context plans FoldCp.apply (ClusterDataTest)
+        .set("spark.sql.extensions", "org.foldcp.spark.sql.FoldCpExtensions")
         .set("spark.serializer", KryoSerializer.class.getName())
         .set("spark.kryo.registrator", FoldCpKryoRegistrator.class.getName())
         // Executors are launched by the Worker, not by the java launcher of this JVM: they need

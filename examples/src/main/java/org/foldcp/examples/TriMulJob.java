@@ -24,10 +24,12 @@ import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.io.SafeTensors;
 import org.foldcp.ops.layer.Direction;
 import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.ops.layer.LayerWeights;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.layer.TriMulSpec;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.data.FoldCpData;
 import org.foldcp.spark.sql.FoldCp;
 import org.foldcp.spark.sql.FoldCpOptions;
 import org.foldcp.spark.sql.TriMulExec;
@@ -395,7 +397,11 @@ public final class TriMulJob {
     List<TriMulLayer> layers = new ArrayList<>();
     for (String prefix : o.prefixes) {
       Direction dir = JobOptions.incoming(prefix) ? Direction.INCOMING : Direction.OUTGOING;
-      layers.add(new TriMulLayer(TriMulSpec.of(dir, true), SafeTensors.readLayer(Path.of(o.weights), prefix, d)));
+      // a URI with a scheme (hdfs://, s3a://) is read through Hadoop; a plain path stays a local file
+      LayerWeights w = o.weights.matches("[A-Za-z][A-Za-z0-9+.-]*://.*")
+          ? FoldCpData.readLayer(SparkSession.active(), o.weights, prefix, d)
+          : SafeTensors.readLayer(Path.of(o.weights), prefix, d);
+      layers.add(new TriMulLayer(TriMulSpec.of(dir, true), w));
     }
     return new LayerStack(layers);
   }

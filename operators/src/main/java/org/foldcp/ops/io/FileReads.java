@@ -4,12 +4,17 @@ import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import org.foldcp.ops.InvalidInputException;
 
-/** Positional channel I/O shared by the readers and writers of this package. */
+/**
+ * Positional channel I/O shared by the readers and writers of this package. Reads take any
+ * SeekableByteChannel (a local FileChannel, or a channel over another file system's stream) and
+ * name the source by its toString, so that messages show a Path or a URI as the caller has it.
+ */
 final class FileReads {
   private FileReads() {}
 
@@ -18,11 +23,11 @@ final class FileReads {
    * read, so hitting the end here means the file shrank underneath us; it is still reported as a
    * truncated file rather than as a silent short read.
    */
-  static void readFully(FileChannel ch, ByteBuffer buf, long position, Path file) {
+  static void readFully(SeekableByteChannel ch, ByteBuffer buf, long position, Object file) {
     long pos = position;
     try {
       while (buf.hasRemaining()) {
-        int n = ch.read(buf, pos);
+        int n = ch.position(pos).read(buf);
         if (n < 0) {
           throw InvalidInputException.of("size of " + file, pos + " bytes",
               "the file ended while " + buf.remaining() + " more bytes were expected (truncated file)");
@@ -56,7 +61,7 @@ final class FileReads {
     }
   }
 
-  static long size(FileChannel ch, Path file) {
+  static long size(SeekableByteChannel ch, Object file) {
     try {
       return ch.size();
     } catch (IOException e) {

@@ -7,9 +7,7 @@ import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.List;
 import org.foldcp.ops.InvalidInputException;
-import org.foldcp.ops.tensor.Bf16;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
@@ -26,8 +24,6 @@ import org.foldcp.ops.tensor.PairTensor;
  */
 public final class Npy {
   private static final System.Logger LOG = System.getLogger(Npy.class.getName());
-  private static final List<String> PAIR_DTYPES = List.of("<f4", "<f2");
-  private static final List<String> MASK_DTYPES = List.of("|u1", "|b1", "<f4");
   /** Elements per read or write; bounds the buffer whatever the row length. */
   private static final int CHUNK = 1 << 18;
 
@@ -39,54 +35,13 @@ public final class Npy {
    */
   public static PairTensor readPair(Path file) {
     try (FileChannel ch = FileReads.openRead(file)) {
-      NpyHeader h = NpyHeader.read(ch, file);
-      h.requireCOrder(file);
-      String dtype = h.requireDtype(file, PAIR_DTYPES);
-      long[] s = h.shape;
-      String shape = FileReads.shown(NpyHeader.shapeString(s));
-      InvalidInputException.require(s.length == 3 || s.length == 4, "shape of " + file, shape,
-          "a pair tensor must have rank 4 (B, N, N, D) or rank 3 (N, N, D), not rank " + s.length);
-      int off = s.length - 3;
-      int batch = dimension(file, s, off == 1 ? s[0] : 1);
-      int rows = dimension(file, s, s[off]);
-      int cols = dimension(file, s, s[off + 1]);
-      int dim = dimension(file, s, s[off + 2]);
-      InvalidInputException.require(rows == cols, "shape of " + file, shape,
-          "a pair tensor must be square (N, N): rows " + rows + " != cols " + cols);
-      int itemSize = dtype.equals("<f4") ? 4 : 2;
-      h.requireDataSize(FileReads.size(ch, file), itemSize, file);
-
-      PairTensor t = PairTensor.zeros(batch, rows, cols, dim);
-      long rounded = 0; // float16 values that bf16 holds only rounded
-      ByteBuffer buf = ByteBuffer.allocate(Math.min(cols * dim, CHUNK) * itemSize).order(ByteOrder.LITTLE_ENDIAN);
-      long pos = h.dataOffset;
-      for (int b = 0; b < batch; b++) {
-        for (int i = 0; i < rows; i++) {
-          short[] row = t.row(b, i);
-          for (int q0 = 0; q0 < row.length; q0 += CHUNK) {
-            int len = Math.min(CHUNK, row.length - q0);
-            buf.clear().limit(len * itemSize);
-            FileReads.readFully(ch, buf, pos, file);
-            pos += (long) len * itemSize;
-            if (itemSize == 4) {
-              for (int k = 0; k < len; k++) {
-                row[q0 + k] = Bf16.fromFloat(buf.getFloat(4 * k));
-              }
-            } else {
-              for (int k = 0; k < len; k++) {
-                float f = Bf16.halfToFloat(buf.getShort(2 * k));
-                short bits = Bf16.fromFloat(f);
-                row[q0 + k] = bits;
-                if (Bf16.toFloat(bits) != f && !Float.isNaN(f)) {
-                  rounded++;
-                }
-              }
-            }
-          }
-        }
+      NpyPairFile f = NpyPairFile.open(ch, file);
+      PairTensor t = PairTensor.zeros(f.batch(), f.n(), f.n(), f.dim());
+      for (int b = 0; b < f.batch(); b++) {
+        f.readRows(b, 0, t, b);
       }
-      if (itemSize == 2) {
-        LOG.log(System.Logger.Level.WARNING, float16Warning(file, rounded, t.elementCount()));
+      if (f.isFloat16()) {
+        LOG.log(System.Logger.Level.WARNING, float16Warning(file, f.roundedValues(), t.elementCount()));
       }
       return t;
     } catch (IOException e) {
@@ -95,7 +50,7 @@ public final class Npy {
   }
 
   /** The warning a float16 pair tensor gets: its values are rounded to bf16, none overflows. */
-  static String float16Warning(Path file, long rounded, long total) {
+  public static String float16Warning(Object file, long rounded, long total) {
     return "pair tensor " + file + " is float16 ('<f2'); fold-cp computes in bf16, so its values are rounded to bf16"
         + " (8 significant bits instead of float16's 11): " + rounded + " of " + total + " values changed. None"
         + " overflows: bf16's range holds every float16 (largest 65504); only precision changes.";
@@ -122,55 +77,15 @@ public final class Npy {
    */
   public static byte[][] readMask(Path file, int batch, int rows, int cols) {
     try (FileChannel ch = FileReads.openRead(file)) {
-      NpyHeader h = NpyHeader.read(ch, file);
-      h.requireCOrder(file);
-      String dtype = h.requireDtype(file, MASK_DTYPES);
-      long[] s = h.shape;
-      boolean full = s.length == 3 && s[0] == batch && s[1] == rows && s[2] == cols;
-      boolean flat = s.length == 2 && batch == 1 && s[0] == rows && s[1] == cols;
-      if (!full && !flat) {
-        throw InvalidInputException.of("shape of " + file, FileReads.shown(NpyHeader.shapeString(s)),
-            "the mask must have shape (B, rows, cols) = (" + batch + ", " + rows + ", " + cols + ")"
-                + (batch == 1 ? " or (rows, cols) = (" + rows + ", " + cols + ")" : "")
-                + " to match its pair tensor");
-      }
-      int itemSize = dtype.equals("<f4") ? 4 : 1;
-      h.requireDataSize(FileReads.size(ch, file), itemSize, file);
-
+      NpyMaskFile m = NpyMaskFile.open(ch, file, batch, rows, cols); // checks the shape before we allocate
       byte[][] mask = new byte[batch * rows][cols];
-      ByteBuffer buf = ByteBuffer.allocate(cols * itemSize).order(ByteOrder.LITTLE_ENDIAN);
-      long pos = h.dataOffset;
-      for (int r = 0; r < mask.length; r++) {
-        buf.clear();
-        FileReads.readFully(ch, buf, pos, file);
-        pos += buf.capacity();
-        for (int j = 0; j < cols; j++) {
-          mask[r][j] = maskValue(file, buf, itemSize, j, r / rows, r % rows);
-        }
+      for (int b = 0; b < batch; b++) {
+        m.readRows(b, 0, rows, mask, b * rows);
       }
       return mask;
     } catch (IOException e) {
       throw new UncheckedIOException("reading " + file, e);
     }
-  }
-
-  private static byte maskValue(Path file, ByteBuffer buf, int itemSize, int j, int b, int i) {
-    Object bad;
-    if (itemSize == 1) {
-      int v = buf.get(j) & 0xff;
-      if (v <= 1) {
-        return (byte) v;
-      }
-      bad = v;
-    } else {
-      float v = buf.getFloat(4 * j);
-      if (v == 0f || v == 1f) {
-        return v == 1f ? (byte) 1 : (byte) 0;
-      }
-      bad = v;
-    }
-    throw InvalidInputException.of("mask[" + b + ", " + i + ", " + j + "] in " + file, bad,
-        "mask values must be 0 (masked) or 1 (valid)");
   }
 
   /**
@@ -247,13 +162,5 @@ public final class Npy {
       }
       w.commit();
     }
-  }
-
-  /** A dimension as int, refusing 0 (an empty pair tensor is always a mistake) and overflow. */
-  private static int dimension(Path file, long[] shape, long value) {
-    InvalidInputException.require(value >= 1 && value <= Integer.MAX_VALUE - 8, "shape of " + file,
-        FileReads.shown(NpyHeader.shapeString(shape)),
-        "every dimension of a pair tensor must be between 1 and 2^31 - 9");
-    return (int) value;
   }
 }

@@ -2,9 +2,8 @@ package org.foldcp.ops.io;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -41,7 +40,7 @@ final class NpyHeader {
     this.dataOffset = dataOffset;
   }
 
-  static NpyHeader read(FileChannel ch, Path file) {
+  static NpyHeader read(SeekableByteChannel ch, Object file) {
     long size = FileReads.size(ch, file);
     ByteBuffer pre = ByteBuffer.allocate((int) Math.min(size, 12)).order(ByteOrder.LITTLE_ENDIAN);
     FileReads.readFully(ch, pre, 0, file);
@@ -91,7 +90,7 @@ final class NpyHeader {
     return fromText(text, major, minor, dataOffset, file);
   }
 
-  private static NpyHeader fromText(String text, int major, int minor, long dataOffset, Path file) {
+  private static NpyHeader fromText(String text, int major, int minor, long dataOffset, Object file) {
     String what = "npy header of " + file;
     String shown = "\"" + FileReads.excerpt(text.strip(), 200) + "\"";
     String form = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3, 3, 4), }";
@@ -140,7 +139,7 @@ final class NpyHeader {
    * Checks the dtype against {@code supported} (e.g. "<f4", "|u1") and returns it normalised:
    * single-byte types are order-free, so "<u1" and "|u1" are the same dtype.
    */
-  String requireDtype(Path file, List<String> supported) {
+  String requireDtype(Object file, List<String> supported) {
     String what = "dtype of " + file;
     String d = descr;
     if (d.length() == 3 && "<>|=".indexOf(d.charAt(0)) >= 0 && d.endsWith("1")) {
@@ -158,7 +157,7 @@ final class NpyHeader {
   }
 
   /** Refuses Fortran (column-major) layout, which would need a transposing reader. */
-  void requireCOrder(Path file) {
+  void requireCOrder(Object file) {
     if (fortranOrder) {
       throw InvalidInputException.of("fortran_order of " + file, "True",
           "only C-order (row-major) arrays are supported; save np.ascontiguousarray(arr) instead");
@@ -166,7 +165,7 @@ final class NpyHeader {
   }
 
   /** Checks the data region holds exactly count * itemSize bytes. */
-  void requireDataSize(long fileSize, int itemSize, Path file) {
+  void requireDataSize(long fileSize, int itemSize, Object file) {
     long count = elementCount(file);
     long expected;
     try {
@@ -185,7 +184,7 @@ final class NpyHeader {
     }
   }
 
-  long elementCount(Path file) {
+  long elementCount(Object file) {
     long n = 1;
     for (long s : shape) {
       try {

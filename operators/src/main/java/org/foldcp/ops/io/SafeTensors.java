@@ -5,6 +5,7 @@ import java.io.UncheckedIOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -44,40 +45,48 @@ public final class SafeTensors {
    * @param expectedDim the pair dimension D the layer must have, or -1 for any
    */
   public static LayerWeights readLayer(Path file, String keyPrefix, int expectedDim) {
-    String prefix = normalizePrefix(keyPrefix);
     try (FileChannel ch = FileReads.openRead(file)) {
-      SafeTensorsHeader h = SafeTensorsHeader.read(ch, file);
-      Map<String, WeightTensor> picked = new LinkedHashMap<>();
-      boolean anyKnown = false;
-      for (SafeTensorsHeader.Entry e : h.entries.values()) {
-        if (!e.name.startsWith(prefix)) {
-          continue;
-        }
-        String name = e.name.substring(prefix.length());
-        if (isLayerWeight(name)) {
-          picked.put(name, new WeightTensor(name, e.shape, readFloats(ch, h, e)));
-          anyKnown = true;
-        } else {
-          // Not read: fromTensors rejects it by name, and its data may be large or of any dtype.
-          picked.put(name, new WeightTensor(name, new long[] {0}, new float[0]));
-        }
-      }
-      if (picked.isEmpty()) {
-        throw noSuchPrefix(prefix, h);
-      }
-      if (!anyKnown) {
-        // e.g. "pairformer.layers.3." holds both tri_mul_out and tri_mul_in: name the choices.
-        List<String> inside = layerPrefixes(h);
-        inside.removeIf(c -> !c.startsWith(prefix));
-        if (!inside.isEmpty()) {
-          throw InvalidInputException.of("key prefix", "'" + prefix + "'",
-              "must name one TriMul layer, but it contains the layers " + quoted(inside, inside.size()));
-        }
-      }
-      return LayerWeights.fromTensors(picked, prefix, expectedDim);
+      return readLayer(ch, file, keyPrefix, expectedDim);
     } catch (IOException e) {
       throw new UncheckedIOException("reading " + file, e);
     }
+  }
+
+  /**
+   * As {@link #readLayer(Path, String, int)}, from an open channel (the caller closes it), for
+   * files on other file systems (HDFS, S3): {@code source} names the file in messages.
+   */
+  public static LayerWeights readLayer(SeekableByteChannel ch, Object source, String keyPrefix, int expectedDim) {
+    String prefix = normalizePrefix(keyPrefix);
+    SafeTensorsHeader h = SafeTensorsHeader.read(ch, source);
+    Map<String, WeightTensor> picked = new LinkedHashMap<>();
+    boolean anyKnown = false;
+    for (SafeTensorsHeader.Entry e : h.entries.values()) {
+      if (!e.name.startsWith(prefix)) {
+        continue;
+      }
+      String name = e.name.substring(prefix.length());
+      if (isLayerWeight(name)) {
+        picked.put(name, new WeightTensor(name, e.shape, readFloats(ch, h, e)));
+        anyKnown = true;
+      } else {
+        // Not read: fromTensors rejects it by name, and its data may be large or of any dtype.
+        picked.put(name, new WeightTensor(name, new long[] {0}, new float[0]));
+      }
+    }
+    if (picked.isEmpty()) {
+      throw noSuchPrefix(prefix, h);
+    }
+    if (!anyKnown) {
+      // e.g. "pairformer.layers.3." holds both tri_mul_out and tri_mul_in: name the choices.
+      List<String> inside = layerPrefixes(h);
+      inside.removeIf(c -> !c.startsWith(prefix));
+      if (!inside.isEmpty()) {
+        throw InvalidInputException.of("key prefix", "'" + prefix + "'",
+            "must name one TriMul layer, but it contains the layers " + quoted(inside, inside.size()));
+      }
+    }
+    return LayerWeights.fromTensors(picked, prefix, expectedDim);
   }
 
   /** Every tensor of the file, in header order, converted to float. */
@@ -200,7 +209,7 @@ public final class SafeTensors {
   }
 
   /** Reads one tensor's values after checking its dtype and that its offsets match its shape. */
-  private static float[] readFloats(FileChannel ch, SafeTensorsHeader h, SafeTensorsHeader.Entry e) {
+  private static float[] readFloats(SeekableByteChannel ch, SafeTensorsHeader h, SafeTensorsHeader.Entry e) {
     TensorDtype dt = TensorDtype.of(e.dtype, e.name, h.file);
     String offsets = "[" + e.begin + ", " + e.end + "]";
     String what = "data_offsets of '" + e.name + "' in " + h.file;

@@ -3,11 +3,10 @@ package org.foldcp.ops.io;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.CharBuffer;
-import java.nio.channels.FileChannel;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
@@ -49,14 +48,14 @@ final class SafeTensorsHeader {
     }
   }
 
-  final Path file;
+  final Object file;
   final long fileSize;
   /** Absolute file offset of the data buffer: 8 + header length. */
   final long dataStart;
   final Map<String, Entry> entries;
   final Map<String, String> metadata;
 
-  private SafeTensorsHeader(Path file, long fileSize, long dataStart, Map<String, Entry> entries,
+  private SafeTensorsHeader(Object file, long fileSize, long dataStart, Map<String, Entry> entries,
       Map<String, String> metadata) {
     this.file = file;
     this.fileSize = fileSize;
@@ -70,7 +69,7 @@ final class SafeTensorsHeader {
   }
 
   /** Reads and checks only the header; no tensor data is touched. */
-  static SafeTensorsHeader read(FileChannel ch, Path file) {
+  static SafeTensorsHeader read(SeekableByteChannel ch, Object file) {
     long size = FileReads.size(ch, file);
     if (size < 8) {
       throw InvalidInputException.of("size of " + file, size + " bytes",
@@ -131,7 +130,7 @@ final class SafeTensorsHeader {
    * another (the reference implementation also refuses it). Empty and reversed ranges own no
    * bytes here; a reversed one is refused by its own rule when it is read.
    */
-  private static void refuseOverlaps(Collection<Entry> entries, Path file) {
+  private static void refuseOverlaps(Collection<Entry> entries, Object file) {
     List<Entry> owning = new ArrayList<>();
     for (Entry e : entries) {
       if (e.end > e.begin) {
@@ -152,7 +151,7 @@ final class SafeTensorsHeader {
     }
   }
 
-  private static void readMetadata(Object value, Path file, Map<String, String> out) {
+  private static void readMetadata(Object value, Object file, Map<String, String> out) {
     String rule = "\"" + METADATA + "\" must be a JSON object of string values";
     if (!(value instanceof Map)) {
       throw InvalidInputException.of("\"" + METADATA + "\" in " + file, FileReads.shown(value), rule);
@@ -166,7 +165,7 @@ final class SafeTensorsHeader {
     }
   }
 
-  private static Entry entry(String key, Object value, Path file) {
+  private static Entry entry(String key, Object value, Object file) {
     String what = "header entry '" + key + "' in " + file;
     String form = "must be {\"dtype\": str, \"shape\": [ints], \"data_offsets\": [begin, end]}";
     if (!(value instanceof Map)) {

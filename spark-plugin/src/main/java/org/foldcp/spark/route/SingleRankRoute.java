@@ -1,27 +1,70 @@
 package org.foldcp.spark.route;
 
+import java.util.Collections;
+import java.util.Iterator;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.tiles.PairTiles;
+import org.foldcp.spark.tiles.RowBands;
 import org.foldcp.spark.tiles.TileRecord;
 
 /**
- * The cp = 1 route: no barrier, every complex whole in one row, complexes in parallel, one per
+ * The cp = 1 route: no barrier, every complex whole in one row (or, above a binary value's 2 GiB,
+ * in consecutive row bands: {@link RowBands}), complexes in parallel, one per
  * task at a time, on the task's GPU or the CPU ({@link TaskBackends}). Each task applies the whole layer stack with the pair tensor resident in its
  * memory, so rows are decoded and encoded once per stack, not per layer. Output streams out of the
  * task ({@link StreamedForward}).
  */
 public final class SingleRankRoute implements TileRoute {
+  private final RowBands bands;
+
+  /** Complexes in and out as tile rows of Spark's binary values. */
+  public SingleRankRoute() {
+    this(RowBands.BINARY);
+  }
+
+  /**
+   * Complexes in whole or as consecutive row bands ({@link RowBands#gather}); out whole, or as
+   * row bands of at most {@code bands.maxTileBytes()} each when larger.
+   */
+  public SingleRankRoute(RowBands bands) {
+    this.bands = bands;
+  }
+
   @Override
   public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
+    RowBands bands = this.bands; // the task closure captures the bands, not the route
     int threads = plan.threadsPerTask;
     RoutePlan.Backend where = plan.backend;
     boolean allowNonFinite = plan.allowNonFinite;
     SharedStack shared = SharedStack.of(tiles.context(), stack);
-    return tiles.mapPartitions(it -> new StreamedForward(it, () -> TaskBackends.open(where, threads), shared::get,
-        allowNonFinite, metrics));
+    // Streamed: one complex computed per pull (bands of the input gathered first, the output cut
+    // into bands again when it is larger than one binary value).
+    return tiles.mapPartitions(in -> {
+      Iterator<TileRecord> whole = new StreamedForward(RowBands.gather(in), () -> TaskBackends.open(where, threads),
+          shared::get, allowNonFinite, metrics);
+      return new Iterator<TileRecord>() {
+        private Iterator<TileRecord> cur = Collections.emptyIterator();
+
+        @Override
+        public boolean hasNext() {
+          while (!cur.hasNext() && whole.hasNext()) {
+            cur = bands.cut(whole.next()).iterator();
+          }
+          return cur.hasNext();
+        }
+
+        @Override
+        public TileRecord next() {
+          if (!hasNext()) {
+            throw new java.util.NoSuchElementException();
+          }
+          return cur.next();
+        }
+      };
+    });
   }
 
   /** Rows of {@link PairTiles#SCHEMA}, each a whole complex, through the stack. */

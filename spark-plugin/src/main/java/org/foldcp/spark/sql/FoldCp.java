@@ -23,6 +23,7 @@ import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.tiles.PairTiles;
 import org.foldcp.spark.tiles.Retiling;
+import org.foldcp.spark.tiles.RowBands;
 import org.foldcp.spark.tiles.TileKey;
 import org.foldcp.spark.tiles.TileRecord;
 import scala.Tuple2;
@@ -77,7 +78,9 @@ public final class FoldCp {
   /**
    * A pair tensor from .npy files as tile rows, one whole complex per batch element: complex id
    * {@code complexId} when the tensor has one batch element, {@code complexId + "/" + b} for
-   * element b otherwise. The tensor is read on the driver, so it must fit there.
+   * element b otherwise; a complex above 2 GiB of bf16 comes as consecutive row bands
+   * ({@link RowBands}). The tensor is read on the driver, so it must fit there; for many complexes
+   * on any file system, read on the executors, see {@code org.foldcp.spark.data.FoldCpData}.
    *
    * @param maskNpyOrNull the pair mask (see {@link Npy#readMask}), or null for all valid
    */
@@ -86,7 +89,10 @@ public final class FoldCp {
     List<Row> rows = new ArrayList<>();
     for (int b = 0; b < x.batch(); b++) {
       String id = x.batch() == 1 ? complexId : complexId + "/" + b;
-      rows.add(PairTiles.toRow(id, x.n(), 0, 0, x, b));
+      // above 2 GiB of bf16 a complex becomes row bands, which the cp = 1 route joins again
+      for (TileRecord band : RowBands.BINARY.cut(new TileRecord(id, x.n(), 0, 0, x.batch() == 1 ? x : x.batchElement(b)))) {
+        rows.add(band.toRow());
+      }
     }
     return spark.createDataFrame(rows, PairTiles.SCHEMA);
   }

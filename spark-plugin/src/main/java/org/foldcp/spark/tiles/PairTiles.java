@@ -36,7 +36,7 @@ public final class PairTiles {
     int d = t.dim();
     long bytes = 2L * rows * cols * d;
     InvalidInputException.require(bytes <= Integer.MAX_VALUE - 8, "tile size", bytes + " bytes",
-        "one tile row must stay below 2 GiB; shard the complex into more tiles (cp > 1)");
+        "one tile row must stay below 2 GiB; cut the complex into row bands (RowBands) or tiles (cp > 1)");
     ByteBuffer buf = ByteBuffer.allocate((int) bytes).order(ByteOrder.LITTLE_ENDIAN);
     for (int i = 0; i < rows; i++) {
       buf.asShortBuffer().position(i * cols * d).put(t.row(b, i));
