@@ -45,25 +45,7 @@ public final class SingleRankRoute implements TileRoute {
     return tiles.mapPartitions(in -> {
       Iterator<TileRecord> whole = new StreamedForward(RowBands.gather(in), () -> TaskBackends.open(where, threads),
           shared::get, allowNonFinite, metrics);
-      return new Iterator<TileRecord>() {
-        private Iterator<TileRecord> cur = Collections.emptyIterator();
-
-        @Override
-        public boolean hasNext() {
-          while (!cur.hasNext() && whole.hasNext()) {
-            cur = bands.cut(whole.next()).iterator();
-          }
-          return cur.hasNext();
-        }
-
-        @Override
-        public TileRecord next() {
-          if (!hasNext()) {
-            throw new java.util.NoSuchElementException();
-          }
-          return cur.next();
-        }
-      };
+      return cutIntoBands(whole, bands);
     });
   }
 
@@ -74,5 +56,28 @@ public final class SingleRankRoute implements TileRoute {
         .run(in, stack, RoutePlan.single(threadsPerTask, "cp = 1"), RouteMetrics.NONE)
         .map(TileRecord::toRow);
     return complexes.sparkSession().createDataFrame(out, PairTiles.SCHEMA);
+  }
+
+  /** Each output complex as the row bands {@code bands} cuts it into, pulled one complex at a time (static: no route in the task closure). */
+  private static Iterator<TileRecord> cutIntoBands(Iterator<TileRecord> whole, RowBands bands) {
+    return new Iterator<TileRecord>() {
+      private Iterator<TileRecord> cur = Collections.emptyIterator();
+
+      @Override
+      public boolean hasNext() {
+        while (!cur.hasNext() && whole.hasNext()) {
+          cur = bands.cut(whole.next()).iterator();
+        }
+        return cur.hasNext();
+      }
+
+      @Override
+      public TileRecord next() {
+        if (!hasNext()) {
+          throw new java.util.NoSuchElementException();
+        }
+        return cur.next();
+      }
+    };
   }
 }
