@@ -470,15 +470,19 @@ cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* m
 // proj_wgmma_test 2026-12-01), and so does the CP path (cp_plan.cu); these v1 kernels remain the
 // fallback for inputs TMA cannot address.
 cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
-                           int64_t N, int64_t sab, cudaStream_t s) {
+                           int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s) {
   const int64_t np = padded_n(N);
-  const ProjInGeom g{N, N, np, np, np, 0, 0, N};
+  ProjInGeom g{N, N, np, np, np, 0, 0, N};
+  if (chans != L.dim) {
+    g.chan0 = chan0;
+    g.chans = chans;
+  }
   AbTarget t{};
   t.a[0] = static_cast<bf16_raw*>(a_ws);
   t.b[0] = static_cast<bf16_raw*>(b_ws);
   t.ld[0] = np;
   t.plane[0] = sab;
-  t.dloc = L.dim;
+  t.dloc = chans;
   return launch_proj_in_wgmma_to(L, x, mask, g, t, B, s);  // wgmma (proj_wgmma.cu); v1 where TMA cannot
 }
 

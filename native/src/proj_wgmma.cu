@@ -140,22 +140,16 @@ __device__ __forceinline__ uint32_t swz128(uint32_t tile, int row, int chunk) {
 // Two-pass fp32 statistics and y = (v - mean) * rstd * w + b as in proj_kernels.cu, rounded to bf16.
 // Thread (g = lane / 4, t = lane % 4) holds rows g and g + 8, channels 16 s + 2 t + {0, 1, 8, 9}:
 // a row is spread over the 4 threads of a quad.
-// The raw x fragments of those 16 rows (the first half of layernorm_to_frags).
 template <int D>
-__device__ __forceinline__ void load_x_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane) {
+__device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane,
+                                                   const float* gw, const float* gb, float eps) {
+  constexpr int KS = D / 16;
   const int r = row0 + (lane & 15);
 #pragma unroll
-  for (int s = 0; s < D / 16; ++s) {
+  for (int s = 0; s < KS; ++s) {
     // lanes 0-15: rows row0.., chunk 2 (s % 4); lanes 16-31: the next chunk (channels + 8)
     ldsm_x4(af[s], swz128(xtile + (uint32_t)(s >> 2) * pw::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)));
   }
-}
-
-// LayerNorm of raw x fragments (load_x_frags), in place.
-template <int D>
-__device__ __forceinline__ void layernorm_frags(uint32_t (&af)[D / 16][4], int lane, const float* gw, const float* gb,
-                                                float eps) {
-  constexpr int KS = D / 16;
   float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
@@ -197,13 +191,6 @@ __device__ __forceinline__ void layernorm_frags(uint32_t (&af)[D / 16][4], int l
     af[s][2] = pack_bf16x2((bf16lo(a2) - m0) * r0 * w1.x + b1.x, (bf16hi(a2) - m0) * r0 * w1.y + b1.y);
     af[s][3] = pack_bf16x2((bf16lo(a3) - m1) * r1 * w1.x + b1.x, (bf16hi(a3) - m1) * r1 * w1.y + b1.y);
   }
-}
-
-template <int D>
-__device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane,
-                                                   const float* gw, const float* gb, float eps) {
-  load_x_frags<D>(af, xtile, row0, lane);
-  layernorm_frags<D>(af, lane, gw, gb, eps);
 }
 
 // Ping-pong between the two consumer warpgroups: warpgroup 0 issues its n-th chunk after

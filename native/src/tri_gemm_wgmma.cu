@@ -355,17 +355,17 @@ cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const 
 
 // One GPU: one destination (this workspace's z), every channel, tokens < N.
 cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, float* z, int64_t B, int64_t N,
-                            int64_t sab, int64_t sz, cudaStream_t s) {
+                            int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s) {
   const int64_t np = padded_n(N);
   ZTarget t{};
   t.z[0] = z;
   t.ld[0] = np;
   t.plane[0] = sz;
   t.chans[0] = L.dim;
-  t.chan0[0] = 0;
+  t.chan0[0] = chan0;
   t.tile_rows = t.tile_cols = (int)np;
   t.grid_cols = 1;
-  t.dloc = L.dim;
+  t.dloc = chans;
   t.n_store = (int)N;
   return launch_tri_gemm_to(L, a_ws, b_ws, np, sab, t, B, s);
 }

@@ -416,37 +416,15 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
   auto mark = [&]() {
     if (stage_ms && st == FOLDCP_OK) step(cudaEventRecord(ev[evk++], s), "cudaEventRecord", __LINE__);
   };
-  const int64_t np = l.np;
   mark();
   for (int64_t c0 = 0; c0 < D && st == FOLDCP_OK; c0 += group) {
-    const int64_t gc = std::min<int64_t>(group, D - c0);
-    foldcp::ProjInGeom geo{N, N, np, np, np, 0, 0, N};
-    foldcp::AbTarget at{};
-    at.a[0] = static_cast<foldcp::bf16_raw*>(a_ws);
-    at.b[0] = static_cast<foldcp::bf16_raw*>(b_ws);
-    at.ld[0] = np;
-    at.plane[0] = l.sab;
-    at.dloc = (int)gc;
-    if (gc != D) {
-      geo.chan0 = (int)c0;
-      geo.chans = (int)gc;
-    }
-    step(foldcp::launch_proj_in_wgmma_to(L->dl, x, mask, geo, at, B, s), "launch of stage 1 (LN_in + projection)",
-         __LINE__);
+    const int gc = (int)std::min<int64_t>(group, D - c0);
+    step(foldcp::launch_proj_in(L->dl, x, mask, a_ws, b_ws, B, N, l.sab, (int)c0, gc, s),
+         "launch of stage 1 (LN_in + projection)", __LINE__);
     mark();
-    foldcp::ZTarget zt{};
-    zt.z[0] = z;
-    zt.ld[0] = np;
-    zt.plane[0] = l.sz;
-    zt.chans[0] = (int)D;
-    zt.chan0[0] = (int)c0;
-    zt.tile_rows = zt.tile_cols = (int)np;
-    zt.grid_cols = 1;
-    zt.dloc = (int)gc;
-    zt.n_store = (int)N;
     if (st == FOLDCP_OK)
-      step(foldcp::launch_tri_gemm_to(L->dl, a_ws, b_ws, np, l.sab, zt, B, s), "launch of stage 2 (triangle GEMM)",
-           __LINE__);
+      step(foldcp::launch_tri_gemm(L->dl, a_ws, b_ws, z, B, N, l.sab, l.sz, (int)c0, gc, s),
+           "launch of stage 2 (triangle GEMM)", __LINE__);
     mark();
   }
   if (st == FOLDCP_OK)

@@ -124,10 +124,12 @@ void clear_error();
 
 // Each returns the launch error (cudaGetLastError) of its kernels.
 cudaError_t prepare_kernels(int dim);  // raises dynamic shared-memory limits, once per process/device
+// Stages 1 and 2 on one GPU for the channels chan0 .. chan0 + chans - 1 (a channel group; all D
+// when chans = D): a and b hold the group's chans planes, z all D planes.
 cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
-                           int64_t B, int64_t N, int64_t sab, cudaStream_t s);
+                           int64_t B, int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s);
 cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, float* z, int64_t B,
-                            int64_t N, int64_t sab, int64_t sz, cudaStream_t s);
+                            int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
 cudaError_t launch_proj_out(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t N,
                             int64_t sz, cudaStream_t s);
 // The general forms the single-GPU launchers above call with one destination, and the CP

@@ -421,9 +421,10 @@ public final class GpuTriMul implements TriMulBackend {
       long full = wsBytes;
       wsBytes = NativeTriMul.workspaceSizeGroup(b, n, d, group);
       long g = group;
+      long grouped = wsBytes;
       LOG.log(System.Logger.Level.INFO, () -> "(B, N, D) = (" + b + ", " + n + ", " + d + "): the whole workspace ("
           + mib(full) + ") does not fit in " + mib(budget) + " with the pair tensor; stages 1-2 run in channel groups of "
-          + g + " (workspace " + mib(NativeTriMul.workspaceSizeGroup(b, n, d, g)) + ")");
+          + g + " (workspace " + mib(grouped) + ")");
     }
     Resident r = new Resident(b, n, d, group);
     try {
