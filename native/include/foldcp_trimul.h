@@ -8,7 +8,7 @@
  *   incoming: z[b,i,j,c] = sum_k a[b,k,i,c] b[b,k,j,c]
  *   out = sigmoid(xn g_out^T + g_out.bias) * (LN_out(z) p_out^T + p_out.bias)  (+ x if residual)
  * x and out are bf16 (B, N, N, D) row-major on the device; mask is uint8 (B, N, N) (nonzero =
- * valid) or NULL (all valid). Accumulation is fp32; z is kept in fp32 between the stages.
+ * valid) or NULL (all valid). Accumulation is fp32; z is kept in bf16 between the stages.
  *
  * Usage: create a layer (uploads weights once, converted to bf16 on the device), query the
  * workspace size for (B, N, D), allocate it once, then call foldcp_trimul_forward as often as

@@ -259,7 +259,7 @@ struct ProjOutCfg {
 
 template <int D>
 __global__ void __launch_bounds__(THREADS, ProjOutCfg<D>::MIN_BLOCKS)
-    proj_out_kernel(const bf16* x, const float* __restrict__ z, const bf16* __restrict__ W3,
+    proj_out_kernel(const bf16* x, const bf16_raw* __restrict__ z, const bf16* __restrict__ W3,
                     const float* __restrict__ lniw, const float* __restrict__ lnib, const float* __restrict__ lnow,
                     const float* __restrict__ lnob, const float* __restrict__ pout_b, const float* __restrict__ gout_b,
                     bf16* out, int rows, int cols, long long ldz, long long sz, float eps, int residual) {
@@ -283,20 +283,20 @@ __global__ void __launch_bounds__(THREADS, ProjOutCfg<D>::MIN_BLOCKS)
   load_rows<D, C::LD>(s_w, W3, 64, [](int) { return true; }, tid);
   cp_async_commit();
 
-  // ---- LN_out from channel-major fp32 z: thread = (token, half of the channel pairs) ----
+  // ---- LN_out from channel-major bf16 z: thread = (token, half of the channel pairs) ----
   {
     const int tok = warp * 16 + (lane & 15);
     const int q = lane >> 4;
     const bool valid = tok < jvalid;
     const size_t cs = (size_t)sz;  // channel stride
-    const float* zp = z + (size_t)b * D * cs + (size_t)i * ldz + j0 + tok;
+    const bf16_raw* zp = z + (size_t)b * D * cs + (size_t)i * ldz + j0 + tok;
     float v[D / 2];
 #pragma unroll
     for (int u = 0; u < D / 4; ++u) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int c = 4 * u + 2 * q + e;
-        v[2 * u + e] = valid ? __ldcs(zp + c * cs) : 0.f;
+        v[2 * u + e] = valid ? __uint_as_float((uint32_t)__ldcs(zp + c * cs) << 16) : 0.f;
       }
     }
     float s = 0.f;
@@ -422,7 +422,7 @@ static cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* 
 }
 
 template <int D>
-static cudaError_t launch_out_t(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
+static cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   dim3 grid((unsigned)((cols + TOK - 1) / TOK), (unsigned)rows, (unsigned)B);
   proj_out_kernel<D><<<grid, THREADS, ProjOutCfg<D>::SMEM, s>>>(
@@ -486,7 +486,7 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
   return launch_proj_in_wgmma_to(L, x, mask, g, t, B, s);  // wgmma (proj_wgmma.cu); v1 where TMA cannot
 }
 
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
                                  int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   switch (L.dim) {
 #define CASE(d) \
@@ -499,7 +499,7 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const float* 
   }
 }
 
-cudaError_t launch_proj_out(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t N,
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
                             int64_t sz, cudaStream_t s) {
   return launch_proj_out_wgmma_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);  // wgmma; v1 where TMA cannot
 }

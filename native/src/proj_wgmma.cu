@@ -482,11 +482,11 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
 // W3 chunk j = rows 128 j .. 128 j + 127 = channels 64 j .. 64 j + 63, 8-row groups alternating
 // p_out, g_out: two wgmma B views of the same slot (descriptor stride 2048 B between 8-row groups,
 // the g view starting 1024 B in), so p and g of a channel land in the same thread's registers.
-//   p: A = LN_out(z) from shared memory (written by the consumers: z is channel-major fp32,
+//   p: A = LN_out(z) from shared memory (written by the consumers: z is channel-major bf16,
 //      its LayerNorm needs a transpose), m64n64k16 SS;
 //   g: A = LN_in(x) fragments in registers, m64n64k16 RS.
-// LN_out reads z straight from global memory (thread = token x quarter of the channels, D/4
-// values in registers), from L2: the x producer prefetches each tile's z rows
+// LN_out reads z straight from global memory (thread = token pair x quarter of the channels, D/4
+// registers), from L2: the x producer prefetches each tile's z rows
 // (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
 // x may alias out: x reaches shared memory by TMA before the tile's epilogue, the residual is read
 // from global memory by the thread that then writes the same two values (as proj_kernels.cu).
@@ -513,7 +513,7 @@ struct OutCfg {
 template <int D>
 __global__ void __launch_bounds__(pw::THREADS, 1)
     proj_out_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
-                          const bf16* x, const float* __restrict__ z, bf16* out, const float* __restrict__ lniw,
+                          const bf16* x, const bf16_raw* __restrict__ z, bf16* out, const float* __restrict__ lniw,
                           const float* __restrict__ lnib, const float* __restrict__ lnow,
                           const float* __restrict__ lnob, const float* __restrict__ pout_b,
                           const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
@@ -595,11 +595,11 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         const int i = r % rows, b = r / rows;
         const int j0 = kt * TOK;
         if (z_prefetch) {
-          // The tile's z rows (one per channel, 128 tokens = 512 B, 16-byte aligned: checked on
+          // The tile's z rows (one per channel, 128 tokens = 256 B, 16-byte aligned: checked on
           // the host) into L2 for the consumers' LN_out; the tail under 16 B is left out.
-          const uint32_t bytes = (uint32_t)(min(TOK, cols - j0) * 4) & ~15u;
+          const uint32_t bytes = (uint32_t)(min(TOK, cols - j0) * 2) & ~15u;
           if (bytes > 0) {
-            const float* zr = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0;
+            const bf16_raw* zr = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0;
             for (int c = 0; c < D; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
           }
         }
@@ -634,60 +634,63 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     const int64_t tok0 = ((int64_t)b * rows + i) * cols + j0;  // token index of (b, i, j0)
 
     // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
-    // Two passes of 32 tokens; thread = (token 64 cw + 32 pass + 8 warp + lane % 8, quarter
-    // q = lane / 8) holds channels 32 u + 8 q + e (e < 8): whole 16-byte chunks of its A_z row, D / 4
-    // values. One load instruction reads 8 consecutive tokens (one 32-byte sector) of 4 channels.
-    // Both passes' loads are issued before either is reduced: twice the loads in flight (the
-    // LN_out loads were the largest stall of this kernel in ncu, 2026-12-01). 2 D / 4 registers.
-    float v[2][D / 32][8];
-#pragma unroll
-    for (int pass = 0; pass < 2; ++pass) {
-      const int row = 64 * cw + 32 * pass + 8 * warp + (lane & 7);
+    // Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
+    // channels 32 uu + 8 q + e (e < 8) of both tokens: one 4-byte load per channel brings the pair
+    // (z is bf16, channel-major), so one load instruction reads 16 consecutive tokens (one 32-byte
+    // sector) of 4 channels, and all D / 4 loads are issued before any is reduced (the LN_out
+    // loads were the largest stall of this kernel in ncu, 2026-12-01). D / 4 registers.
+    {
+      const int row = 64 * cw + 16 * warp + 2 * (lane & 7);
       const int q = lane >> 3;
-      const bool valid = row < jvalid;
+      // The pair is read whole even when only its first token is valid (odd cols): the second
+      // is then a padding column of the same z row (ldz >= cols + 1, checked on the host) and is
+      // zeroed below, as are pairs past the tile's valid tokens.
+      const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
       // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
       // D / 4 addresses from the plane stride took about 8 instructions (ncu, 2026-12-01).
-      const float* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + (valid ? row : 0) + (int64_t)(8 * q) * sz;
+      const bf16_raw* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
+      uint32_t v[D / 32][8];
 #pragma unroll
       for (int uu = 0; uu < D / 32; ++uu) {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          v[pass][uu][e] = __ldcs(zp);
+          v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
           zp += sz;
         }
         zp += 24 * sz;
       }
-    }
-#pragma unroll
-    for (int pass = 0; pass < 2; ++pass) {
-      const int row = 64 * cw + 32 * pass + 8 * warp + (lane & 7);
-      const int q = lane >> 3;
-      const bool valid = row < jvalid;
-      if (!valid) {
-#pragma unroll
-        for (int uu = 0; uu < D / 32; ++uu)
-#pragma unroll
-          for (int e = 0; e < 8; ++e) v[pass][uu][e] = 0.f;
-      }
-      float sum = 0.f;
+      const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
 #pragma unroll
       for (int uu = 0; uu < D / 32; ++uu)
 #pragma unroll
-        for (int e = 0; e < 8; ++e) sum += v[pass][uu][e];
-      sum += __shfl_xor_sync(0xffffffffu, sum, 8);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 16);
-      const float mean = sum * (1.0f / D);
-      float sq = 0.f;
+        for (int e = 0; e < 8; ++e) v[uu][e] &= keep;
+      float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
       for (int uu = 0; uu < D / 32; ++uu)
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
-          const float dd = v[pass][uu][e] - mean;
-          sq += dd * dd;
+          sum0 += bf16_lo(v[uu][e]);
+          sum1 += bf16_hi(v[uu][e]);
         }
-      sq += __shfl_xor_sync(0xffffffffu, sq, 8);
-      sq += __shfl_xor_sync(0xffffffffu, sq, 16);
-      const float rstd = rsqrtf(sq * (1.0f / D) + eps);
+      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 8);
+      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 8);
+      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 16);
+      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 16);
+      const float mean0 = sum0 * (1.0f / D), mean1 = sum1 * (1.0f / D);
+      float sq0 = 0.f, sq1 = 0.f;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
+          sq0 += d0 * d0;
+          sq1 += d1 * d1;
+        }
+      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 8);
+      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 8);
+      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 16);
+      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 16);
+      const float rstd0 = rsqrtf(sq0 * (1.0f / D) + eps), rstd1 = rsqrtf(sq1 * (1.0f / D) + eps);
 #pragma unroll
       for (int uu = 0; uu < D / 32; ++uu) {
         const int c0 = 32 * uu + 8 * q;
@@ -697,15 +700,22 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         const float4 b1 = *reinterpret_cast<const float4*>(p_lnob + c0 + 4);
         const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
         const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-        uint32_t pk[4];
+        uint32_t pk0[4], pk1[4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          pk[e] = pack_bf16x2((v[pass][uu][2 * e] - mean) * rstd * w[2 * e] + bb[2 * e],
-                              (v[pass][uu][2 * e + 1] - mean) * rstd * w[2 * e + 1] + bb[2 * e + 1]);
-        // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte row
-        const uint32_t dst = swz128(s_az + (uint32_t)(uu >> 1) * KB_BYTES, row, 4 * (uu & 1) + q);
-        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst), "r"(pk[0]), "r"(pk[1]), "r"(pk[2]),
-                     "r"(pk[3])
+        for (int e = 0; e < 4; ++e) {
+          pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
+                               (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
+          pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
+                               (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
+        }
+        // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte rows
+        const uint32_t kb = s_az + (uint32_t)(uu >> 1) * KB_BYTES;
+        const uint32_t dst0 = swz128(kb, row, 4 * (uu & 1) + q), dst1 = swz128(kb, row + 1, 4 * (uu & 1) + q);
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst0), "r"(pk0[0]), "r"(pk0[1]), "r"(pk0[2]),
+                     "r"(pk0[3])
+                     : "memory");
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst1), "r"(pk1[0]), "r"(pk1[1]), "r"(pk1[2]),
+                     "r"(pk1[3])
                      : "memory");
       }
     }
@@ -884,13 +894,16 @@ cudaError_t launch_in_wgmma_t(const DevLayer& L, const void* x, const uint8_t* m
 }
 
 template <int D>
-cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const float* z, void* out, int64_t B, int64_t rows,
-                               int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
+                               int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   using C = OutCfg<D>;
   const int64_t tiles_k = (cols + pw::TOK - 1) / pw::TOK;
   const int64_t total = B * rows * tiles_k;
   if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
-      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0)
+      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0 ||
+      // LN_out reads z a token pair per 4-byte load: pairs must be aligned, and an odd row's
+      // last pair must end inside the row's padding.
+      (reinterpret_cast<uintptr_t>(z) & 3) != 0 || ldz % 2 != 0 || sz % 2 != 0 || (cols % 2 != 0 && ldz <= cols))
     return launch_proj_out_tile(L, x, z, out, B, rows, cols, ldz, sz, s);
 
   CUtensorMap mx, mw;
@@ -911,7 +924,7 @@ cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const float* z,
     if (e != cudaSuccess) return e;
   }
   // The z rows can be bulk-prefetched when every row start is 16-byte aligned.
-  const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 4 == 0 && ldz % 4 == 0) ? 1 : 0;
+  const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 8 == 0 && ldz % 8 == 0) ? 1 : 0;
   int dev = 0, sms = 0;
   cudaError_t e = sm_count(&dev, &sms);
   if (e != cudaSuccess) return e;
@@ -954,7 +967,7 @@ cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint
   }
 }
 
-cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const float* z, void* out, int64_t B,
+cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
                                        int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   switch (L.dim) {
 #define CASE(d) \

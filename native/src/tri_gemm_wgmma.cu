@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
     wgmma_wait<0>();
     if (lane == 0) mbar_arrive(empty0 + 8 * prev);
 
-    // ---- epilogue: fp32 z from registers, each token to the rank that owns it (ZTarget) ----
+    // ---- epilogue: z from registers, rounded to bf16, each token to the rank that owns it (ZTarget) ----
     // Thread rows: m0 + 64 cw + 16 warp + lane / 4 (+ 8); columns n0 + 8 j + 2 (lane % 4) (+ 1).
     // A column pair never straddles two destinations (tile_cols is even, a multiple of 8 under CP).
     const int zb = xy.plane / zt.dloc, zcl = xy.plane - zb * zt.dloc;  // batch, local channel
@@ -227,20 +227,20 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
         const int rl = row - rg * zt.tile_rows;
         if (one_cg) {
           const int o = rg * zt.grid_cols + cg0;
-          float* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
-                      (int64_t)rl * zt.ld[o] + (n0 - cg0 * zt.tile_cols) + 2 * t4;
+          bf16_raw* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
+                         (int64_t)rl * zt.ld[o] + (n0 - cg0 * zt.tile_cols) + 2 * t4;
           if (full_cols) {
 #pragma unroll
             for (int j = 0; j < 32; ++j)
-              *reinterpret_cast<float2*>(zr + 8 * j) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+              *reinterpret_cast<uint32_t*>(zr + 8 * j) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
           } else {
 #pragma unroll
             for (int j = 0; j < 32; ++j) {
               const int col = n0 + 8 * j + 2 * t4;
               if (col + 1 < N) {
-                *reinterpret_cast<float2*>(zr + 8 * j) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                *reinterpret_cast<uint32_t*>(zr + 8 * j) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
               } else if (col < N) {
-                zr[8 * j] = acc[4 * j + 2 * h];
+                zr[8 * j] = bf16_bits(acc[4 * j + 2 * h]);
               }
             }
           }
@@ -252,12 +252,12 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
             if (col < N) {
               const int cg = col / zt.tile_cols;
               const int o = rg * zt.grid_cols + cg;
-              float* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
-                          (int64_t)rl * zt.ld[o] + (col - cg * zt.tile_cols);
+              bf16_raw* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
+                             (int64_t)rl * zt.ld[o] + (col - cg * zt.tile_cols);
               if (col + 1 < N) {
-                *reinterpret_cast<float2*>(zr) = make_float2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+                *reinterpret_cast<uint32_t*>(zr) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
               } else {
-                zr[0] = acc[4 * j + 2 * h];
+                zr[0] = bf16_bits(acc[4 * j + 2 * h]);
               }
             }
           }
@@ -354,7 +354,7 @@ cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const 
 }
 
 // One GPU: one destination (this workspace's z), every channel, tokens < N.
-cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, float* z, int64_t B, int64_t N,
+cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B, int64_t N,
                             int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s) {
   const int64_t np = padded_n(N);
   ZTarget t{};

@@ -181,13 +181,13 @@ int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t D, size_t bytes_av
 }
 
 int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t D, void* workspace, void** a_ws, void** b_ws,
-                                  float** z_ws, int64_t* np, int64_t* sab, int64_t* sz) {
+                                  foldcp::bf16_raw** z_ws, int64_t* np, int64_t* sab, int64_t* sz) {
   if (int st = check_shape(B, N, D)) return st;
   const foldcp::WsLayout l = foldcp::ws_layout(B, N, D);
   char* w = static_cast<char*>(workspace);
   *a_ws = w + l.a_off;
   *b_ws = w + l.b_off;
-  *z_ws = reinterpret_cast<float*>(w + l.z_off);
+  *z_ws = reinterpret_cast<foldcp::bf16_raw*>(w + l.z_off);
   *np = l.np;
   *sab = l.sab;
   *sz = l.sz;
@@ -399,7 +399,7 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
   char* w = static_cast<char*>(ws);
   void* a_ws = w + l.a_off;
   void* b_ws = w + l.b_off;
-  float* z = reinterpret_cast<float*>(w + l.z_off);
+  foldcp::bf16_raw* z = reinterpret_cast<foldcp::bf16_raw*>(w + l.z_off);
 
   // Stages 1 and 2 once per channel group (a and b of `group` channels in the workspace, z of
   // all channels), then stage 3 over all channels. Profiled: events around every launch, the

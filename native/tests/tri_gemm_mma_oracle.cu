@@ -12,8 +12,8 @@
 // shared memory (conflict-free for cp.async stores and ldmatrix loads), mma.sync m16n8k16 bf16.
 // The grid is (tiles of one channel, B*D channels); tiles of a channel are visited in groups of
 // 8 M-tiles so the A and B panels in flight stay in L2.
-// z is stored channel-major fp32 ([c][i][j], rows of N valid columns, stride Np): each warp
-// writes full 32-byte sectors, and stage 3 reads 128 consecutive tokens of a channel at a time.
+// z is stored channel-major bf16 ([c][i][j], rows of N valid columns, stride Np): each warp
+// writes whole 16-byte runs, and stage 3 reads 128 consecutive tokens of a channel at a time.
 // Under CP the same epilogue writes each token's z into the plane of the rank owning the token
 // (ZTarget): the second all-to-all (channel -> token) fused into the store.
 #include "common.cuh"
@@ -180,8 +180,8 @@ __global__ void __launch_bounds__(tg::THREADS, 1)
   }
   cp_async_wait<0>();
 
-  // ---- epilogue: fp32 z, channel-major rows, each token to the rank that owns it (ZTarget) ----
-  // Tile columns are even (a multiple of 8 under CP), so a float2 pair never straddles two ranks.
+  // ---- epilogue: z rounded to bf16, channel-major rows, each token to the rank that owns it ----
+  // Tile columns are even (a multiple of 8 under CP), so a column pair never straddles two ranks.
   const int g = lane >> 2, t4 = lane & 3;
   const int N = zt.n_store;
 #pragma unroll
@@ -198,12 +198,12 @@ __global__ void __launch_bounds__(tg::THREADS, 1)
           if (col < N) {
             const int cg = col / zt.tile_cols;
             const int o = rg * zt.grid_cols + cg;
-            float* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] + (int64_t)rl * zt.ld[o] +
-                        (col - cg * zt.tile_cols);
+            bf16_raw* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
+                           (int64_t)rl * zt.ld[o] + (col - cg * zt.tile_cols);
             if (col + 1 < N) {
-              *reinterpret_cast<float2*>(zr) = make_float2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
+              *reinterpret_cast<uint32_t*>(zr) = pack_bf16x2(acc[mt][nt][2 * h], acc[mt][nt][2 * h + 1]);
             } else {
-              zr[0] = acc[mt][nt][2 * h];
+              zr[0] = bf16_bits(acc[mt][nt][2 * h]);
             }
           }
         }

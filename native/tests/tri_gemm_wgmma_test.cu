@@ -2,13 +2,15 @@
 // mma.sync one (tests/tri_gemm_mma_oracle.cu, launch_tri_gemm_mma_to) and a float64 CPU reference.
 // For each case and direction: random bf16 a/b planes (Np x Np, plane stride Np^2 + 128 like the
 // padded workspace, the 128 padding elements set to bf16 NaN so that a read past a plane shows),
-// z buffers poisoned with 0xFF (fp32 NaN), both kernels run into their own z, then
+// z buffers (bf16) poisoned with 0xFF (NaN), both kernels run into their own z, then
 //   - kernel vs kernel over the whole z buffer: the same elements written (NaN pattern equal) and
-//     max |z_new - z_old| / max |z_old| <= 1e-3 (expect about 1e-6: both accumulate bf16 products
-//     in fp32, in another order);
+//     at most one bf16 step apart, up to 1e-4 max |z| (both accumulate bf16 products in fp32, in
+//     another order, about 1e-6 apart, then round once: a sum near a rounding boundary may round
+//     to the neighbouring bf16);
 //   - every z element of the N x N token grid written and finite (single-destination cases);
-//   - sampled (plane, i, j) against a float64 dot product: |z - ref| / sqrt(sum_k (a_k b_k)^2)
-//     <= 1e-3 (a dropped k16 slice of K = 2048 would show as about 9e-2).
+//   - sampled (plane, i, j) against a float64 dot product: (|z - ref| - 2^-8 |ref|) /
+//     sqrt(sum_k (a_k b_k)^2) <= 1e-3, 2^-8 |ref| being the most the one bf16 rounding may add (a
+//     dropped k16 slice of K = 2048 would show as about 9e-2).
 // The values are a hash of (tensor, plane, row, col) turned into exact bf16 bit patterns, so the
 // CPU recomputes them without copying the planes back.
 // Then median time of 20 runs (after 3 warm-ups) of each kernel, TFLOP/s = 2 Np^3 planes / t.
@@ -80,16 +82,17 @@ __global__ void fill_planes(uint16_t* p, int64_t planes, int64_t np, int64_t sab
 
 // ------------------------------------------------------------------ device-side comparisons
 struct CmpStats {
-  unsigned int max_diff;  // float bits (non-negative floats order like their bits)
+  unsigned int max_diff;  // float bits (non-negative floats order like their bits): |x - y| beyond one bf16 step
   unsigned int max_ref;
   unsigned long long written_mismatch;  // NaN (unwritten) in one buffer, not in the other
   unsigned long long nonfinite;         // written but inf
 };
-__global__ void compare_buffers(const float* x, const float* y, size_t n, CmpStats* st) {
+__device__ __forceinline__ float bf16_at(const uint16_t* p, size_t i) { return __uint_as_float((uint32_t)p[i] << 16); }
+__global__ void compare_buffers(const uint16_t* x, const uint16_t* y, size_t n, CmpStats* st) {
   float md = 0.f, mr = 0.f;
   unsigned long long mm = 0, nf = 0;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-    const float a = x[i], b = y[i];
+    const float a = bf16_at(x, i), b = bf16_at(y, i);
     const bool na = isnan(a), nb = isnan(b);
     if (na != nb) {
       ++mm;
@@ -97,7 +100,8 @@ __global__ void compare_buffers(const float* x, const float* y, size_t n, CmpSta
       if (!isfinite(a) || !isfinite(b)) {
         ++nf;
       } else {
-        md = fmaxf(md, fabsf(a - b));
+        // one bf16 step at v is at most 2^-7 |v|
+        md = fmaxf(md, fmaxf(0.f, fabsf(a - b) - ldexpf(fmaxf(fabsf(a), fabsf(b)), -7)));
         mr = fmaxf(mr, fabsf(b));
       }
     }
@@ -117,13 +121,13 @@ __global__ void compare_buffers(const float* x, const float* y, size_t n, CmpSta
 }
 // Elements of the N x N grid of every plane (one destination: row stride ld, plane stride sz) that
 // are not finite (unwritten = NaN poison).
-__global__ void count_unwritten(const float* z, int64_t planes, int64_t n, int64_t ld, int64_t sz,
+__global__ void count_unwritten(const uint16_t* z, int64_t planes, int64_t n, int64_t ld, int64_t sz,
                                 unsigned long long* cnt) {
   unsigned long long c = 0;
   const int64_t total = planes * n * n;
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
     const int64_t p = i / (n * n), r = i - p * n * n, row = r / n, col = r - row * n;
-    if (!isfinite(z[p * sz + row * ld + col])) ++c;
+    if (!isfinite(bf16_at(z, p * sz + row * ld + col))) ++c;
   }
   for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(0xffffffffu, c, o);
   if ((threadIdx.x & 31) == 0 && c) atomicAdd(cnt, c);
@@ -172,16 +176,16 @@ static void verdict(bool ok, const std::string& line) {
 // z destinations of one case: one buffer holding grid^2 destination blocks.
 struct Dest {
   foldcp::ZTarget t{};
-  float* buf = nullptr;
-  size_t floats = 0;
+  uint16_t* buf = nullptr;  // bf16
+  size_t elems = 0;
 };
 static Dest make_dest(const Case& c, int64_t np) {
   Dest d;
   const int64_t planes = (int64_t)c.B * c.D;
   if (c.grid == 1) {
-    const int64_t sz = (int64_t)c.N * np + 64;  // like ws_layout: N rows of Np, padded planes
-    d.floats = (size_t)(planes * sz);
-    CUDA_OK(cudaMalloc(&d.buf, d.floats * 4));
+    const int64_t sz = (int64_t)c.N * np + 128;  // like ws_layout: N rows of Np, padded planes
+    d.elems = (size_t)(planes * sz);
+    CUDA_OK(cudaMalloc(&d.buf, d.elems * 2));
     d.t.z[0] = d.buf;
     d.t.ld[0] = np;
     d.t.plane[0] = sz;
@@ -192,8 +196,8 @@ static Dest make_dest(const Case& c, int64_t np) {
   } else {
     const int64_t T = (((c.N + 1) / 2) + 7) / 8 * 8;  // tile side, a multiple of 8 (as under CP)
     const int64_t per = planes * T * T;
-    d.floats = (size_t)(4 * per);
-    CUDA_OK(cudaMalloc(&d.buf, d.floats * 4));
+    d.elems = (size_t)(4 * per);
+    CUDA_OK(cudaMalloc(&d.buf, d.elems * 2));
     for (int o = 0; o < 4; ++o) {
       d.t.z[o] = d.buf + o * per;
       d.t.ld[o] = T;
@@ -206,11 +210,11 @@ static Dest make_dest(const Case& c, int64_t np) {
   }
   d.t.dloc = c.D;
   d.t.n_store = c.N;
-  CUDA_OK(cudaMemset(d.buf, 0xFF, d.floats * 4));
+  CUDA_OK(cudaMemset(d.buf, 0xFF, d.elems * 2));
   return d;
 }
 // Where token (i, j) of plane p lands (same mapping as the kernels' epilogues).
-static const float* dest_ptr(const Dest& d, int p, int i, int j) {
+static const uint16_t* dest_ptr(const Dest& d, int p, int i, int j) {
   const foldcp::ZTarget& t = d.t;
   const int zb = p / t.dloc, zcl = p % t.dloc;
   const int rg = i / t.tile_rows, rl = i % t.tile_rows, cg = j / t.tile_cols, cl = j % t.tile_cols;
@@ -260,7 +264,7 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
   CmpStats* st = nullptr;
   CUDA_OK(cudaMalloc(&st, sizeof(CmpStats)));
   CUDA_OK(cudaMemset(st, 0, sizeof(CmpStats)));
-  compare_buffers<<<1024, 256, 0, s>>>(znew.buf, zold.buf, znew.floats, st);
+  compare_buffers<<<1024, 256, 0, s>>>(znew.buf, zold.buf, znew.elems, st);
   unsigned long long* cnt = nullptr;
   CUDA_OK(cudaMalloc(&cnt, 8));
   CUDA_OK(cudaMemset(cnt, 0, 8));
@@ -278,10 +282,11 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
   {
     char line[512];
     snprintf(line, sizeof line,
-             "%s: wgmma vs mma.sync: max|diff| %.3e, max|z| %.3e, rel %.3e (limit 1e-3); written-set mismatches %llu, "
+             "%s: wgmma vs mma.sync: max|diff| beyond one bf16 step %.3e, max|z| %.3e, rel %.3e (limit 1e-4); "
+             "written-set mismatches %llu, "
              "inf %llu; unwritten N x N elements %llu",
              tag, md, mr, rel, h.written_mismatch, h.nonfinite, unwritten);
-    verdict(rel <= 1e-3 && mr > 0 && h.written_mismatch == 0 && h.nonfinite == 0 && unwritten == 0, line);
+    verdict(rel <= 1e-4 && mr > 0 && h.written_mismatch == 0 && h.nonfinite == 0 && unwritten == 0, line);
   }
 
   // float64 reference on sampled tokens (corners always)
@@ -317,9 +322,11 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
       ref += x * y;
       sq += (x * y) * (x * y);
     }
-    float got;
-    CUDA_OK(cudaMemcpy(&got, dest_ptr(znew, p, i, j), 4, cudaMemcpyDeviceToHost));
-    const double err = std::isfinite(got) ? std::fabs(got - ref) / std::sqrt(sq) : 1e30;
+    uint16_t gotb;
+    CUDA_OK(cudaMemcpy(&gotb, dest_ptr(znew, p, i, j), 2, cudaMemcpyDeviceToHost));
+    const double got = bits_to_double(gotb);
+    const double err =
+        std::isfinite(got) ? std::max(0.0, std::fabs(got - ref) - std::ldexp(std::fabs(ref), -8)) / std::sqrt(sq) : 1e30;
     if (err > worst) {
       worst = err;
       worst_at = (int)q;
@@ -329,7 +336,7 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
     char line[512];
     const auto& w = samples[worst_at];
     snprintf(line, sizeof line,
-             "%s: wgmma vs float64 on %zu sampled tokens: worst |z-ref|/sqrt(sum (a_k b_k)^2) %.3e at (plane %d, "
+             "%s: wgmma vs float64 on %zu sampled tokens: worst (|z-ref| - 2^-8 |ref|)/sqrt(sum (a_k b_k)^2) %.3e at (plane %d, "
              "i %d, j %d) (limit 1e-3)",
              tag, samples.size(), worst, w[0], w[1], w[2]);
     verdict(worst <= 1e-3, line);

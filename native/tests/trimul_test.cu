@@ -387,7 +387,7 @@ static bool run_case(const Case& cs, uint64_t seed) {
 
   // stage diagnostics from the workspace
   void *pa, *pb;
-  float* pz;
+  uint16_t* pz;  // z is bf16
   int64_t np = 0, sab = 0, sz = 0;
   foldcp_trimul_debug_workspace(B, N, D, dws, &pa, &pb, &pz, &np, &sab, &sz);
   double ea = -1, eb = -1, ez = -1;
@@ -421,14 +421,14 @@ static bool run_case(const Case& cs, uint64_t seed) {
       printf("  stage 1: %zu padded a/b entries are not zero\n", padbad);
       ea = std::max(ea, 1.0);
     }
-    std::vector<float> hz((size_t)B * D * sz);
-    CUDA_OK(cudaMemcpy(hz.data(), pz, hz.size() * 4, cudaMemcpyDeviceToHost));
+    std::vector<uint16_t> hz((size_t)B * D * sz);
+    CUDA_OK(cudaMemcpy(hz.data(), pz, hz.size() * 2, cudaMemcpyDeviceToHost));
     double nz = 0, dz = 0;
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t b = rows[r] / N, i = rows[r] % N;
       for (int c = 0; c < D; ++c)
         for (int64_t j = 0; j < N; ++j) {
-          const double g = hz[((size_t)b * D + c) * sz + i * np + j];
+          const double g = bf2f(hz[((size_t)b * D + c) * sz + i * np + j]);
           const double f = zref[((size_t)r * N + j) * D + c];
           nz += (g - f) * (g - f);
           dz += f * f;

@@ -24,7 +24,7 @@ struct Layout {
   int64_t nt = 0;   // padded grid of tiles: cp0 * tile_rows
   int64_t np = 0;   // nt padded to 128 (the triangle GEMM's tile)
   int64_t sab = 0;  // elements between a/b planes
-  int64_t szt = 0;  // floats between z planes (tile_rows * tile_cols)
+  int64_t szt = 0;  // elements (bf16) between z planes (tile_rows * tile_cols)
   size_t a_off = 0, b_off = 0, z_off = 0, stage_ab_off = 0, stage_z_off = 0, total = 0;
   int64_t stage_ab_rank = 0, stage_z_rank = 0;  // elements per destination rank
 };
@@ -38,7 +38,7 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
   l.sab = l.np * l.np + 128;
   l.szt = c.tile_rows * c.tile_cols;
   const size_t ab = align256((size_t)c.batch * l.dloc * l.sab * 2);
-  const size_t z = align256((size_t)c.batch * c.dim * l.szt * 4);
+  const size_t z = align256((size_t)c.batch * c.dim * l.szt * 2);
   l.a_off = 0;
   l.b_off = ab;
   l.z_off = 2 * ab;
@@ -49,7 +49,7 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
     const size_t sab_bytes = align256((size_t)l.cp * l.stage_ab_rank * 2);
     l.stage_ab_off = l.total;
     l.stage_z_off = l.total + 2 * sab_bytes;
-    l.total += 2 * sab_bytes + align256((size_t)l.cp * l.stage_z_rank * 4);
+    l.total += 2 * sab_bytes + align256((size_t)l.cp * l.stage_z_rank * 2);
   }
   return l;
 }
@@ -273,7 +273,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
   const int64_t col0 = (int64_t)(me % c.grid_cols) * c.tile_cols;
   bf16_raw* a_recv = reinterpret_cast<bf16_raw*>(base + lay.a_off);
   bf16_raw* b_recv = reinterpret_cast<bf16_raw*>(base + lay.b_off);
-  float* z_recv = reinterpret_cast<float*>(base + lay.z_off);
+  bf16_raw* z_recv = reinterpret_cast<bf16_raw*>(base + lay.z_off);
   p->geo = ProjInGeom{c.tile_rows, c.tile_cols, c.tile_rows, c.tile_cols, c.tile_cols, row0, col0, c.n};
   p->ab.dloc = lay.dloc;
   p->zt.dloc = lay.dloc;
@@ -290,7 +290,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
       p->ab.col0[q] = col0;
       p->ab.ld[q] = lay.np;
       p->ab.plane[q] = lay.sab;
-      p->zt.z[q] = static_cast<float*>(nvshmem_ptr(z_recv, q));
+      p->zt.z[q] = static_cast<bf16_raw*>(nvshmem_ptr(z_recv, q));
       p->zt.ld[q] = c.tile_cols;
       p->zt.plane[q] = lay.szt;
       p->zt.chans[q] = (int)c.dim;
@@ -298,7 +298,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
     } else {
       bf16_raw* sa = reinterpret_cast<bf16_raw*>(base + lay.stage_ab_off);
       bf16_raw* sb = sa + (size_t)lay.cp * lay.stage_ab_rank;
-      float* sz = reinterpret_cast<float*>(base + lay.stage_z_off);
+      bf16_raw* sz = reinterpret_cast<bf16_raw*>(base + lay.stage_z_off);
       p->ab.a[q] = sa + q * lay.stage_ab_rank;
       p->ab.b[q] = sb + q * lay.stage_ab_rank;
       p->ab.row0[q] = 0;
@@ -316,7 +316,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
       // channels' z for q's tokens into q's z planes of those channels (byte strides).
       bf16_raw* qa = static_cast<bf16_raw*>(nvshmem_ptr(a_recv, q));
       bf16_raw* qb = static_cast<bf16_raw*>(nvshmem_ptr(b_recv, q));
-      float* qz = static_cast<float*>(nvshmem_ptr(z_recv, q));
+      bf16_raw* qz = static_cast<bf16_raw*>(nvshmem_ptr(z_recv, q));
       if (qa == nullptr || qb == nullptr || qz == nullptr) {
         set_error(FOLDCP_ERR_TEAM, "nvshmem_ptr to rank " + std::to_string(q) + " is NULL although route peer was chosen");
         foldcp_cp_plan_destroy(p);
@@ -340,11 +340,11 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
       zc.dst = reinterpret_cast<char*>(qz + (int64_t)me * lay.dloc * lay.szt);
       zc.outer = c.batch;
       zc.inner = lay.dloc;
-      zc.run = lay.szt * 4;
-      zc.src_so = (int64_t)lay.dloc * lay.szt * 4;
-      zc.src_si = lay.szt * 4;
-      zc.dst_so = c.dim * lay.szt * 4;
-      zc.dst_si = lay.szt * 4;
+      zc.run = lay.szt * 2;
+      zc.src_so = (int64_t)lay.dloc * lay.szt * 2;
+      zc.src_si = lay.szt * 2;
+      zc.dst_so = c.dim * lay.szt * 2;
+      zc.dst_si = lay.szt * 2;
       p->copy_z.blk[p->copy_z.n++] = normalized(zc);
     }
     if (p->ab.a[q] == nullptr || p->ab.b[q] == nullptr || p->zt.z[q] == nullptr) {
@@ -357,14 +357,14 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
     bf16_raw* sa = reinterpret_cast<bf16_raw*>(base + lay.stage_ab_off);
     p->put_ab = PutAb{sa, sa + (size_t)lay.cp * lay.stage_ab_rank, a_recv, b_recv, lay.stage_ab_rank,
                       c.tile_rows, c.tile_cols, row0, col0, lay.np, lay.sab, (int)(c.batch * lay.dloc), me, t.n};
-    p->put_z = PutZ{reinterpret_cast<float*>(base + lay.stage_z_off), z_recv, lay.stage_z_rank, lay.szt, lay.szt,
+    p->put_z = PutZ{reinterpret_cast<bf16_raw*>(base + lay.stage_z_off), z_recv, lay.stage_z_rank, lay.szt, lay.szt,
                     lay.dloc, (int)c.dim, (int)(c.batch * lay.dloc), me, t.n};
   }
   // Bytes leaving this rank per layer: my tile's a and b for the other ranks' channels, and z of
   // my channels for the other ranks' tokens.
   const uint64_t tile_tokens = (uint64_t)c.batch * c.tile_rows * c.tile_cols;
   p->bytes_to_channels = (uint64_t)nlayers * tile_tokens * 2 * (uint64_t)lay.dloc * (t.n - 1) * 2;
-  p->bytes_to_tokens = (uint64_t)nlayers * tile_tokens * (uint64_t)lay.dloc * (t.n - 1) * 4;
+  p->bytes_to_tokens = (uint64_t)nlayers * tile_tokens * (uint64_t)lay.dloc * (t.n - 1) * 2;
   // Nobody stores into a peer before that peer has zeroed its buffers.
   if (int st = timed_barrier("CP plan creation")) {
     std::string m = foldcp_last_error();
@@ -401,7 +401,7 @@ int foldcp_cp_forward(foldcp_cp_plan* p, const void* x, const uint8_t* mask, voi
   char* base = static_cast<char*>(p->sym);
   const void* a_recv = base + l.a_off;
   const void* b_recv = base + l.b_off;
-  const float* z_recv = reinterpret_cast<const float*>(base + l.z_off);
+  const bf16_raw* z_recv = reinterpret_cast<const bf16_raw*>(base + l.z_off);
   cudaError_t e = cudaSuccess;
   const char* what = "";
   for (size_t i = 0; i < p->layers.size() && e == cudaSuccess; ++i) {

@@ -72,8 +72,8 @@ struct PutAb {
   int planes, me, n;
 };
 struct PutZ {
-  const float* stage;  // [rank][plane][tile_rows][tile_cols]
-  float* recv;         // symmetric: [b * D + channel][tile_rows][tile_cols] (stride szt)
+  const bf16_raw* stage;  // [rank][plane][tile_rows][tile_cols] (z is bf16)
+  bf16_raw* recv;         // symmetric: [b * D + channel][tile_rows][tile_cols] (stride szt)
   int64_t stage_rank, tile_elems, szt;
   int dloc, dim, planes, me, n;
 };
