@@ -4,6 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import org.foldcp.ops.tensor.Bf16;
@@ -22,6 +24,27 @@ public final class GpuTests {
   static void assumeGpu() {
     String why = GpuTriMul.availability();
     Assumptions.assumeTrue(why == null, why);
+  }
+
+  /**
+   * A process running {@code main} in a JVM of its own, like this one (same java) on the test class
+   * path: {@code -Dfoldcp.test.classpath} where bin/gpu-run passes it (the console launcher's own
+   * class path is not the tests'), else java.class.path (Surefire). Work that may wreck its
+   * process (a sticky CUDA error, a rank that dies) runs there, never in the test JVM.
+   *
+   * @param prefix  a wrapper before java, e.g. compute-sanitizer and its options; may be empty
+   * @param log  stdout and stderr, together
+   */
+  public static ProcessBuilder testJvm(List<String> prefix, List<String> jvmOptions, Class<?> main, List<String> args,
+      Path log) {
+    String java = ProcessHandle.current().info().command().orElse("java");
+    String cp = System.getProperty("foldcp.test.classpath", System.getProperty("java.class.path"));
+    List<String> cmd = new ArrayList<>(prefix);
+    cmd.add(java);
+    cmd.addAll(jvmOptions);
+    cmd.addAll(List.of("-cp", cp, main.getName()));
+    cmd.addAll(args);
+    return new ProcessBuilder(cmd).redirectErrorStream(true).redirectOutput(log.toFile());
   }
 
   /**

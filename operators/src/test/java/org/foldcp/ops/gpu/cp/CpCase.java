@@ -19,26 +19,59 @@ import org.foldcp.ops.tensor.PairTensor;
  * @param layers  1: one layer of {@code direction}; 3: a residual stack out, in, out
  * @param skewRank  a rank that builds its weights from another seed (-1: none): the test of
  *     weights that differ across ranks
- * @param repeats  forwards in a row (the memory test)
+ * @param repeats  forwards in a row (the memory test; the fault tests, in which a rank dies among them)
  * @param reshard  fused into the epilogues, or the separate all-to-all
+ * @param halt  a rank that dies during the forwards ({@link Halt#NONE}: none)
  */
 record CpCase(String name, String grid, Direction direction, int n, int dim, int batch, boolean mask,
-    boolean biases, int layers, StoreRoute route, long seed, int skewRank, int repeats, Reshard reshard) {
+    boolean biases, int layers, StoreRoute route, long seed, int skewRank, int repeats, Reshard reshard, Halt halt) {
 
   CpCase(String name, String grid, Direction direction, int n, int dim, int batch, boolean mask, boolean biases,
       int layers, StoreRoute route, long seed, int skewRank, int repeats) {
-    this(name, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats, Reshard.FUSED);
+    this(name, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats, Reshard.FUSED,
+        Halt.NONE);
+  }
+
+  /**
+   * Rank {@code rank} of a team dies abruptly (Runtime.halt, like a killed executor JVM: no
+   * cleanup, no finalize) once it has run {@code forwards} forwards of the case: at once, between
+   * that forward and the next (its peers enter the next one alone), or, with {@code delayMs} > 0,
+   * from a daemon thread that many ms later, wherever its forwards then are (kernels and signal
+   * waits in flight). One line field: RANK:FORWARDS:DELAY_MS.
+   */
+  record Halt(int rank, int forwards, long delayMs) {
+    static final Halt NONE = new Halt(-1, 0, 0);
+
+    /** Whether rank {@code me}, having run {@code done} forwards, arms this halt now. */
+    boolean armsAt(int me, int done) {
+      return me == rank && done == forwards;
+    }
+
+    String text() {
+      return rank + ":" + forwards + ":" + delayMs;
+    }
+
+    static Halt parse(String text) {
+      String[] f = text.split(":");
+      return new Halt(Integer.parseInt(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]));
+    }
   }
 
   /** The same case with the reshards unfused, under another name. */
   CpCase unfused(String newName) {
     return new CpCase(newName, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats,
-        Reshard.UNFUSED);
+        Reshard.UNFUSED, halt);
+  }
+
+  /** The same case with rank {@code h.rank()} dying as {@code h} says. */
+  CpCase halting(Halt h) {
+    return new CpCase(name, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats,
+        reshard, h);
   }
 
   String line() {
     return String.join(" ", name, grid, direction.name(), "" + n, "" + dim, "" + batch, "" + mask, "" + biases,
-        "" + layers, route.name(), "" + seed, "" + skewRank, "" + repeats, reshard.name());
+        "" + layers, route.name(), "" + seed, "" + skewRank, "" + repeats, reshard.name(), halt.text());
   }
 
   static CpCase parse(String line) {
@@ -46,7 +79,7 @@ record CpCase(String name, String grid, Direction direction, int n, int dim, int
     return new CpCase(f[0], f[1], Direction.valueOf(f[2]), Integer.parseInt(f[3]), Integer.parseInt(f[4]),
         Integer.parseInt(f[5]), Boolean.parseBoolean(f[6]), Boolean.parseBoolean(f[7]), Integer.parseInt(f[8]),
         StoreRoute.valueOf(f[9]), Long.parseLong(f[10]), Integer.parseInt(f[11]), Integer.parseInt(f[12]),
-        Reshard.valueOf(f[13]));
+        Reshard.valueOf(f[13]), Halt.parse(f[14]));
   }
 
   CpGrid cpGrid() {

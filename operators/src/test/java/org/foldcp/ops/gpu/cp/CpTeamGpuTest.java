@@ -36,7 +36,9 @@ import org.junit.jupiter.api.io.TempDir;
  * sharing GPU 0 (NVSHMEM runs several PEs on one GPU, peer pointers and signals included; their
  * kernels time-slice, so nothing here is about speed). Each case's output tiles are assembled
  * and compared with our cp = 1 GPU result and, at N = 100, with the float64 reference, within the
- * accuracy contract (||out - ref|| / ||ref|| <= 1e-2, no NaN).
+ * accuracy contract (||out - ref|| / ||ref|| <= 1e-2, no NaN). The fault tests check that a rank
+ * that never joins, or dies in the middle of the forwards, is named by its peer within the team's
+ * timeout, and that the peer's process then ends by itself.
  *
  * <p>Skips (with the reason) without a usable sm_90 GPU or without the CP library and NVSHMEM.
  * The rank processes need the test class path: {@code -Dfoldcp.test.classpath=...} (bin/gpu-run
@@ -167,11 +169,74 @@ class CpTeamGpuTest {
   void aRankThatNeverJoinsIsNamed(@TempDir Path dir) throws Exception {
     List<CpCase> cases = List.of(new CpCase("x", "2x1", Direction.OUTGOING, 64, 32, 1, false, false, 1,
         StoreRoute.AUTO, 1, -1, 1));
-    Map<String, String> errors = runTeam(dir, 2, cases, Set.of(1), List.of(), 5_000, 120);
+    Map<String, String> errors = runTeam(dir, 2, cases, Set.of(1), List.of(), 5_000, 120).errors();
     String e = errors.get("team-0");
     assertTrue(e != null && e.contains("TeamException") && e.contains("rank(s) [1]") && e.contains("5000 ms"),
         "rank 0 must fail within the timeout naming rank 1: " + e);
     System.out.println("PASS aRankThatNeverJoinsIsNamed: " + e.trim());
+  }
+
+  /**
+   * The team timeout of the fault tests: how long a rank waits for a dead peer before it names it.
+   * It bounds the team's forming too (NVSHMEM init of two PEs with their heaps), hence not less.
+   */
+  static final long FAULT_TIMEOUT_MS = 10_000;
+  /**
+   * How much later than the timeout after a peer's death the surviving rank may end: the rest of
+   * its forward (the waits after the failed one return at once), closing its stack, JVM exit.
+   * Seconds are plenty; a hang (e.g. an NVSHMEM finalize waiting for the dead peer) is not.
+   */
+  static final long FAULT_SLACK_MS = 20_000;
+
+  /** Rank 1 dies 1 s into 10000 forwards (a few ms each): wherever its kernels and signal waits are. */
+  @Test
+  @Order(5)
+  void aRankKilledWhileTheForwardsRunIsNamed(@TempDir Path dir) throws Exception {
+    assertThePeerOfADeadRankNamesIt(dir, "aRankKilledWhileTheForwardsRunIsNamed",
+        faultCase("killed-midway", 10_000).halting(new CpCase.Halt(1, 1, 1_000)));
+  }
+
+  /** Rank 1 dies after forward 2 of 5: rank 0 enters forward 3 alone. */
+  @Test
+  @Order(6)
+  void aRankKilledBetweenTwoForwardsIsNamed(@TempDir Path dir) throws Exception {
+    assertThePeerOfADeadRankNamesIt(dir, "aRankKilledBetweenTwoForwardsIsNamed",
+        faultCase("killed-between", 5).halting(new CpCase.Halt(1, 2, 0)));
+  }
+
+  /** cp = 2 along the rows at N = 1024, D = 64: a forward of a few ms, so a death lands inside one. */
+  private static CpCase faultCase(String name, int repeats) {
+    return new CpCase(name, "2x1", Direction.OUTGOING, 1024, 64, 1, true, false, 1, StoreRoute.AUTO, 21, -1, repeats);
+  }
+
+  /**
+   * Runs {@code c}, in which rank 1 halts, and checks that rank 0 fails its forward with a
+   * TeamException naming rank 1 and the timeout, and then ends by itself (RankMain's exit 4 after
+   * a TeamException) within the timeout plus slack of rank 1's death; the rank processes' wall
+   * limit (90 s) fails the test should either process hang.
+   */
+  private void assertThePeerOfADeadRankNamesIt(Path dir, String test, CpCase c) throws Exception {
+    RankProcesses.Outcome o = runTeam(dir, 2, List.of(c), Set.of(), List.of(), FAULT_TIMEOUT_MS, 90);
+    String halt = o.halts().get(1);
+    // Its halt file is the proof; its exit status is not asserted: Runtime.halt still runs the native
+    // atexit handlers (CUDA runtime, NVSHMEM), which may fail in a process killed mid-call.
+    assertTrue(halt != null, "rank 1 must have halted as the case says (" + c.halt().text() + "): " + o.halts());
+    String e = o.errors().get(c.name() + "-0");
+    // cp_team.cu check_waits: the ranks the wait kernels flagged, the timeout and the phase.
+    String named = "rank(s) 1 of the NVSHMEM team did not arrive within " + FAULT_TIMEOUT_MS
+        + " ms during a CP forward (this is rank 0 of 2)";
+    assertTrue(e != null && e.startsWith(TeamException.class.getName() + ": ") && e.contains(named),
+        "rank 0 must fail with a TeamException saying \"" + named + "\": " + e);
+    assertEquals(Set.of(c.name() + "-0"), o.errors().keySet(), "only rank 0's TeamException is reported");
+    assertEquals(RankMain.TEAM_BROKEN, o.exitStatus().get(0), "rank 0 must end by itself through RankMain's exit"
+        + " after a TeamException, not finish the case: " + RankProcesses.logs(dir, 2));
+    long haltedAt = Long.parseLong(halt.substring(0, halt.indexOf(' ')));
+    long endedAfter = o.endedAtMillis().get(0) - haltedAt;
+    assertTrue(endedAfter <= FAULT_TIMEOUT_MS + FAULT_SLACK_MS, "rank 0 ended " + endedAfter + " ms after rank 1"
+        + " died: it must end within the timeout (" + FAULT_TIMEOUT_MS + " ms) plus " + FAULT_SLACK_MS + " ms");
+    System.out.println("PASS " + test + ": rank 1 halted " + halt.substring(halt.indexOf(' ') + 1) + " (exit status "
+        + o.exitStatus().get(1) + "); rank 0 ended " + endedAfter + " ms later with status " + RankMain.TEAM_BROKEN
+        + ": " + e.trim());
   }
 
   /** A cp = 2 case under compute-sanitizer memcheck, when -Dfoldcp.test.sanitizer names the tool. */
@@ -184,7 +249,7 @@ class CpTeamGpuTest {
         new CpCase("mc-peer", "2x1", Direction.OUTGOING, 100, 64, 1, true, true, 1, StoreRoute.PEER, 3, -1, 1),
         new CpCase("mc-put", "1x2", Direction.INCOMING, 100, 64, 1, true, true, 1, StoreRoute.PUT, 4, -1, 1));
     Map<String, String> errors = runTeam(dir, 2, cases, Set.of(),
-        List.of(tool, "--tool", "memcheck", "--error-exitcode", "99", "--print-limit", "20"), TIMEOUT_MS, 150);
+        List.of(tool, "--tool", "memcheck", "--error-exitcode", "99", "--print-limit", "20"), TIMEOUT_MS, 150).errors();
     for (CpCase c : cases) {
       checkCase(dir, c, 2, errors);
     }
@@ -278,15 +343,15 @@ class CpTeamGpuTest {
 
   static Map<String, String> runTeam(Path dir, int size, List<CpCase> cases, Set<Integer> absent, List<String> prefix)
       throws Exception {
-    return runTeam(dir, size, cases, absent, prefix, TIMEOUT_MS, 420);
+    return runTeam(dir, size, cases, absent, prefix, TIMEOUT_MS, 420).errors();
   }
 
   /**
-   * Starts the rank processes (all but {@code absent}), waits for them and returns every error
-   * they wrote, keyed "case-rank" (or "team-rank").
+   * Starts the rank processes (all but {@code absent}), waits for them and returns what they left:
+   * every error they wrote, keyed "case-rank" (or "team-rank"), halts, exit status and times.
    */
-  static Map<String, String> runTeam(Path dir, int size, List<CpCase> cases, Set<Integer> absent, List<String> prefix,
-      long timeoutMs, int wallSeconds) throws Exception {
+  static RankProcesses.Outcome runTeam(Path dir, int size, List<CpCase> cases, Set<Integer> absent,
+      List<String> prefix, long timeoutMs, int wallSeconds) throws Exception {
     Files.write(dir.resolve("cases.txt"), cases.stream().map(CpCase::line).toList(), StandardCharsets.UTF_8);
     writeTiles(dir, size, cases);
     return RankProcesses.run(dir, size, CpTeamRank.class, absent, prefix, timeoutMs, HEAP, wallSeconds);

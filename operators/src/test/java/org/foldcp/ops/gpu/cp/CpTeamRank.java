@@ -13,7 +13,8 @@ import org.foldcp.ops.tensor.PairTensor;
  * every case on its tile and writes, per case, out-CASE-RANK.bin (the output tile, bf16) or
  * err-CASE-RANK.txt (exception class and message), mem-CASE-RANK.txt for cases with repeats
  * (free device memory before, after the forwards and after close), then done-RANK.txt, and
- * finalizes NVSHMEM. A {@link TeamException} ends the process early (the team is broken).
+ * finalizes NVSHMEM. A {@link TeamException} ends the process early (the team is broken). A case
+ * with a {@link CpCase.Halt} for this rank kills the process in its forwards ({@link RankMain#haltAfter}).
  */
 public final class CpTeamRank {
   private CpTeamRank() {}
@@ -41,6 +42,11 @@ public final class CpTeamRank {
           : Sharding.tile(c.input(), t, c.n(), true);
       for (int k = 0; k < Math.max(1, c.repeats()); k++) {
         out = stack.forward(tile);
+        if (c.halt().armsAt(rank, k + 1)) {
+          RankMain.haltAfter(dir, rank, c.halt().delayMs(), c.halt().delayMs() > 0
+              ? c.halt().delayMs() + " ms after forward " + (k + 1) + " of " + c.repeats() + " returned"
+              : "between forwards " + (k + 1) + " and " + (k + 2) + " of " + c.repeats());
+        }
       }
       afterForwards = RankMain.quiescentFreeBytes(team);
       RankMain.write(dir.resolve("route-" + c.name() + "-" + rank + ".txt"), route + " " + stack.bytesToChannels() + " "

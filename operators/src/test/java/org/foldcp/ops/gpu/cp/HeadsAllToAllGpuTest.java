@@ -70,7 +70,7 @@ class HeadsAllToAllGpuTest {
     Path dir = Files.createTempDirectory("foldcp-heads-" + world + "-");
     Files.write(dir.resolve("heads-cases.txt"), cases.stream().map(HeadsCase::line).toList(), StandardCharsets.UTF_8);
     Map<String, String> errors = RankProcesses.run(dir, world, HeadsRank.class, Set.of(), List.of(), TIMEOUT_MS, HEAP,
-        420);
+        420).errors();
     for (HeadsCase c : cases) {
       for (int r = 0; r < world; r++) {
         String key = c.name() + "-" + r;

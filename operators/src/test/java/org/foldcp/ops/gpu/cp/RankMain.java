@@ -17,10 +17,18 @@ import org.foldcp.ops.gpu.GpuDevice;
  * file in DIR, forms the team through a {@link FileRendezvous} in DIR/rv, runs each case and
  * writes err-CASE-RANK.txt for a case that threw, then done-RANK.txt, and finalizes NVSHMEM. A
  * team that cannot form writes err-team-RANK.txt and exits 3; a {@link TeamException} in a case
- * ends the process with 4 (the team is broken). Files are written atomically, so the test never
- * reads half of one.
+ * ends the process with {@link #TEAM_BROKEN} (the team is broken) through System.exit, whose
+ * shutdown hook finalizes NVSHMEM only when the team is whole (NvshmemTeam.finalizeAtExit: the
+ * native finalize returns at once for a broken team, which a peer that missed its timeout
+ * marks), so a dead peer cannot hold the process. Files are written atomically, so the test
+ * never reads half of one.
  */
 final class RankMain {
+  /** The exit status of a rank whose case failed with a {@link TeamException}: the team is broken. */
+  static final int TEAM_BROKEN = 4;
+  /** The exit status of a rank that halted on purpose ({@link #haltAfter}): a SIGKILLed process's, 128 + 9. */
+  static final int HALTED = 137;
+
   private RankMain() {}
 
   /** One case on this rank's team; whatever it writes, it writes into {@code dir}. */
@@ -58,7 +66,7 @@ final class RankMain {
         body.run(dir, team, c);
       } catch (TeamException e) {
         write(err, e.getClass().getName() + ": " + e.getMessage());
-        System.exit(4);
+        System.exit(TEAM_BROKEN);
       } catch (RuntimeException e) {
         write(err, e.getClass().getName() + ": " + e.getMessage());
       }
@@ -82,6 +90,38 @@ final class RankMain {
     }
     team.barrier();
     return free;
+  }
+
+  /**
+   * Kills this rank's process the way an executor JVM dies when it is killed: Runtime.halt, so no
+   * shutdown hook runs (no NVSHMEM finalize, no plan closed, nothing signalled to the peers). With
+   * {@code delayMs} > 0 from a daemon thread that long after the call, while the caller goes on;
+   * else at once, in the caller. Just before, it leaves halt-RANK.txt, "EPOCH_MS what": when the
+   * peers' timeout starts to run, and proof for the test that this death was the planned one.
+   */
+  static void haltAfter(Path dir, int rank, long delayMs, String what) {
+    Runnable die = () -> {
+      try {
+        write(dir.resolve("halt-" + rank + ".txt"), System.currentTimeMillis() + " " + what);
+      } catch (IOException e) {
+        e.printStackTrace();  // dies all the same; the test then reports the rank as unfinished
+      }
+      Runtime.getRuntime().halt(HALTED);
+    };
+    if (delayMs <= 0) {
+      die.run();
+      return;
+    }
+    Thread t = new Thread(() -> {
+      try {
+        Thread.sleep(delayMs);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      die.run();
+    }, "foldcp-test-halt");
+    t.setDaemon(true);
+    t.start();
   }
 
   static void write(Path p, String s) throws IOException {

@@ -104,6 +104,25 @@ class TeamPiecesTest {
   }
 
   @Test
+  void aCaseLineCarriesItsHaltAndTheHaltArmsOnlyOnItsRankAfterItsForward() {
+    var plain = new CpCase("a", "2x1", org.foldcp.ops.layer.Direction.OUTGOING, 16, 32, 1, true, false, 1,
+        StoreRoute.AUTO, 5, -1, 7);
+    var halting = plain.halting(new CpCase.Halt(1, 2, 1_000));
+    assertEquals(plain, CpCase.parse(plain.line()));
+    assertEquals(halting, CpCase.parse(halting.line()), halting.line());
+    assertEquals(CpCase.Halt.NONE, plain.halt());
+    assertEquals(halting.halt(), halting.unfused("b").halt(), "the unfused twin keeps the halt");
+    assertTrue(halting.halt().armsAt(1, 2), "rank 1 after forward 2");
+    assertTrue(!halting.halt().armsAt(0, 2) && !halting.halt().armsAt(1, 1) && !halting.halt().armsAt(1, 3),
+        "only rank 1, only once forward 2 returned");
+    for (int rank = 0; rank < 2; rank++) {
+      for (int done = 0; done < 8; done++) {
+        assertTrue(!CpCase.Halt.NONE.armsAt(rank, done), "NONE never arms (rank " + rank + ", " + done + " forwards)");
+      }
+    }
+  }
+
+  @Test
   void theStackDigestCoversWeightsAndWhatTheKernelsBakeIn() {
     var a = new CpCase("a", "2x1", org.foldcp.ops.layer.Direction.OUTGOING, 16, 32, 1, false, false, 1,
         StoreRoute.AUTO, 5, -1, 1);
