@@ -27,7 +27,9 @@ import scala.reflect.ClassTag$;
  *       shuffled to partition = rank (one shuffle for the whole stack);
  *   <li>each partition assembles its layout tiles (padded, masked);
  *   <li>the barrier stage forms the team and runs every complex through the stack
- *       ({@link RankTask} or {@link GpuRankTask}); output: one tile per (complex, rank), cropped to N.
+ *       ({@link RankTask} or {@link GpuRankTask}); output: one tile per (complex, rank), cropped to N,
+ *       streamed: each complex runs when the consumer pulls its tile ({@link RankOutput}), so a
+ *       task never holds its partition's outputs at once.
  * </ol>
  * {@link BarrierPreflight} runs first, on the driver.
  *

@@ -37,7 +37,7 @@ import org.slf4j.LoggerFactory;
  *   <li>runs every complex through a {@link CpGpuStack}, one stack per complex shape (N, D) at a
  *       time: complexes of one shape share a stack(), which is closed (collectively, on every rank
  *       in the same order) before the next shape's is made, so the symmetric heap holds one
- *       plan at a time.
+ *       plan at a time. One complex per output tile the consumer pulls ({@link RankOutput}).
  * </ol>
  * Any failure is rethrown naming this rank; a broken team stays a
  * {@link org.foldcp.ops.gpu.cp.TeamException}, on which the executor plugin recycles the executor.
@@ -54,7 +54,7 @@ final class GpuRankTask extends RankBody {
   }
 
   @Override
-  List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
+  Iterator<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
     int rank = ctx.partitionId();
     try {
       SparkEnv env = SparkEnv.get();
@@ -71,56 +71,106 @@ final class GpuRankTask extends RankBody {
       NvshmemTeam team = NvshmemTeam.form(new NvshmemTeam.Spec(device, plan.nvshmem.heapBytes(),
           Duration.ofMillis(plan.barrierTimeoutMillis), plan.nvshmem.home(), memberId),
           new BarrierRendezvous(rank, plan.grid.size(), ctx::allGather));
-      return runComplexes(rank, team, agreed.complexes(), mine);
+      Map<String, List<ComplexShape>> shapes = byShape(agreed.complexes());
+      List<ComplexShape> inShapeOrder = new ArrayList<>();
+      shapes.values().forEach(inShapeOrder::addAll);
+      return new RankOutput(rank, plan, inShapeOrder, new NvshmemRank(rank, team, mine, shapes.size()), ctx);
     } catch (RuntimeException | Error e) {
       throw RankTask.withRank(plan, rank, e);
     }
   }
 
-  private List<TileRecord> runComplexes(int rank, NvshmemTeam team, List<ComplexShape> complexes,
-                                        Map<String, TileRecord> mine) {
-    List<TileRecord> out = new ArrayList<>();
-    long compute = 0;
-    long toChannels = 0;
-    long toTokens = 0;
-    String route = "";
-    for (List<ComplexShape> group : byShape(complexes).values()) {
-      ComplexShape shape = group.get(0);
-      try (CpGpuStack cp = new CpGpuStack(team, plan.grid, shape.nTokens(), 1, stack(), plan.nvshmem.storeRoute(),
-          plan.nvshmem.reshard())) {
+  /**
+   * A GPU rank's complexes, in shape order: a complex of a new shape closes the previous shape's
+   * stack and makes its own, as every rank does at the same complex.
+   */
+  private final class NvshmemRank implements RankOutput.Rank {
+    private final int rank;
+    private final NvshmemTeam team;
+    private final Map<String, TileRecord> mine;
+    private final int shapeCount;
+    private CpGpuStack cp; // the stack of the current shape, or null
+    private String shape = "";
+    private String route = "";
+    private int complexesRun;
+    private int tilesOut;
+    private long compute;
+    private long toChannels;
+    private long toTokens;
+
+    NvshmemRank(int rank, NvshmemTeam team, Map<String, TileRecord> mine, int shapeCount) {
+      this.rank = rank;
+      this.team = team;
+      this.mine = mine;
+      this.shapeCount = shapeCount;
+    }
+
+    @Override
+    public TileRecord run(ComplexShape c) {
+      String key = shapeKey(c);
+      if (cp == null || !key.equals(shape)) {
+        closeStack();
+        cp = new CpGpuStack(team, plan.grid, c.nTokens(), 1, stack(), plan.nvshmem.storeRoute(),
+            plan.nvshmem.reshard());
+        shape = key;
         route = cp.route().label();
-        for (ComplexShape c : group) {
-          TileRecord in = RankTask.layoutTile(c, mine, plan.grid, rank, metrics);
-          requireStackTile(cp.tile(), in, c, rank);
-          long t0 = System.nanoTime();
-          PairTensor y = cp.forward(in.tile, true); // NaN and Inf were refused before the stage (BarrierRoute)
-          long nanos = System.nanoTime() - t0;
-          compute += nanos;
-          metrics.computeNanos(nanos);
-          metrics.fusedReshardBytes(cp.bytesToChannels(), cp.bytesToTokens());
-          metrics.reshardBytes(cp.bytesToChannels() + cp.bytesToTokens());
-          toChannels += cp.bytesToChannels();
-          toTokens += cp.bytesToTokens();
-          TileRecord o = RankTask.output(c, in, y, metrics);
-          if (o != null) {
-            out.add(o);
-            metrics.gpuTiles(1);
-          }
-        }
+      }
+      complexesRun++;
+      TileRecord in = RankTask.layoutTile(c, mine, plan.grid, rank, metrics);
+      requireStackTile(cp.tile(), in, c, rank);
+      long t0 = System.nanoTime();
+      PairTensor y = cp.forward(in.tile, true); // NaN and Inf were refused before the stage (BarrierRoute)
+      long nanos = System.nanoTime() - t0;
+      compute += nanos;
+      metrics.computeNanos(nanos);
+      metrics.fusedReshardBytes(cp.bytesToChannels(), cp.bytesToTokens());
+      metrics.reshardBytes(cp.bytesToChannels() + cp.bytesToTokens());
+      toChannels += cp.bytesToChannels();
+      toTokens += cp.bytesToTokens();
+      TileRecord o = RankTask.output(c, in, y, metrics);
+      if (o != null) {
+        tilesOut++;
+        metrics.gpuTiles(1);
+      }
+      return o;
+    }
+
+    @Override
+    public void finish() {
+      closeStack();
+      LOG.info("barrier GPU rank {} (NVSHMEM PE {} of {}, GPU {}, store route {}): {} complexes in {} shapes, {}"
+          + " output tiles, compute {} ms (fused reshards included), {} B token->channel and {} B channel->token sent",
+          rank, team.rank(), team.size(), team.spec().device(), route, complexesRun, shapeCount, tilesOut,
+          compute / 1_000_000, toChannels, toTokens);
+    }
+
+    /** Nothing to send: an NVSHMEM team has no abort, so the peers end at their timeout, in a TeamException naming this rank. */
+    @Override
+    public void abort(Throwable cause) {}
+
+    @Override
+    public void close() {
+      closeStack();
+    }
+
+    private void closeStack() {
+      if (cp != null) {
+        CpGpuStack closing = cp;
+        cp = null;
+        closing.close();
       }
     }
-    LOG.info("barrier GPU rank {} (NVSHMEM PE {} of {}, GPU {}, store route {}): {} complexes in {} shapes, {} output"
-        + " tiles, compute {} ms (fused reshards included), {} B token->channel and {} B channel->token sent",
-        rank, team.rank(), team.size(), team.spec().device(), route, complexes.size(), byShape(complexes).size(),
-        out.size(), compute / 1_000_000, toChannels, toTokens);
-    return out;
+  }
+
+  private static String shapeKey(ComplexShape c) {
+    return c.nTokens() + "x" + c.dim();
   }
 
   /** The complexes grouped by (N, D), groups and members in the agreed order, so every rank makes the same stacks in the same order. */
   static Map<String, List<ComplexShape>> byShape(List<ComplexShape> complexes) {
     Map<String, List<ComplexShape>> groups = new LinkedHashMap<>();
     for (ComplexShape c : complexes) {
-      groups.computeIfAbsent(c.nTokens() + "x" + c.dim(), k -> new ArrayList<>()).add(c);
+      groups.computeIfAbsent(shapeKey(c), k -> new ArrayList<>()).add(c);
     }
     return groups;
   }

@@ -2,7 +2,6 @@ package org.foldcp.spark.barrier;
 
 import java.io.Serializable;
 import java.util.Iterator;
-import java.util.List;
 import org.apache.spark.BarrierTaskContext;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.route.RouteMetrics;
@@ -35,7 +34,7 @@ abstract class RankBody extends AbstractFunction1<scala.collection.Iterator<Tile
   @Override
   public final scala.collection.Iterator<TileRecord> apply(scala.collection.Iterator<TileRecord> input) {
     BarrierTaskContext ctx = BarrierTaskContext.get();
-    return CollectionConverters.asScala(run(ctx, CollectionConverters.asJava(input)).iterator());
+    return CollectionConverters.asScala(run(ctx, CollectionConverters.asJava(input)));
   }
 
   /** The layer stack, fetched once per executor. */
@@ -43,6 +42,9 @@ abstract class RankBody extends AbstractFunction1<scala.collection.Iterator<Tile
     return shared.get();
   }
 
-  /** Runs rank {@code ctx.partitionId()} on its layout tiles; every output tile before the first leaves the task. */
-  abstract List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input);
+  /**
+   * Forms rank {@code ctx.partitionId()}'s team from its layout tiles and returns its output
+   * tiles, computed a complex at a time as they are pulled ({@link RankOutput}).
+   */
+  abstract Iterator<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input);
 }

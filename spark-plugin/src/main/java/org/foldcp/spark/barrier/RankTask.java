@@ -1,8 +1,6 @@
 package org.foldcp.spark.barrier;
 
-import java.util.ArrayList;
 import java.util.Iterator;
-import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.apache.spark.BarrierTaskContext;
@@ -24,10 +22,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The body of one barrier task of CPU ranks (transport tcp): it takes its layout tiles, forms the team,
- * then runs every complex of the team, in id order, through the whole layer stack with its tile
- * resident, and emits its output tile cropped to N. All complexes run before the first output
- * leaves the task, because the ranks must meet in every reshard whatever the consumer does.
+ * The body of one barrier task of CPU ranks (transport tcp): it takes its layout tiles, forms the
+ * team, then runs every complex of the team, in id order, through the whole layer stack with its
+ * tile resident, one complex per output tile the consumer pulls ({@link RankOutput}: the ranks
+ * still meet in every reshard of every complex, whatever the consumer does).
  *
  * <p>Any failure aborts the transport, so the peers fail at once rather than at their timeout,
  * and is rethrown naming this rank.
@@ -41,31 +39,41 @@ final class RankTask extends RankBody {
   }
 
   @Override
-  List<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
+  Iterator<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
     int rank = ctx.partitionId();
     TcpTransport transport = null;
     try {
       Map<String, TileRecord> mine = tilesOf(rank, input, plan.grid);
       TeamFormation.Formed team = TeamFormation.form(ctx, plan, stack(), mine.values());
       transport = team.transport();
-      return runComplexes(rank, team, mine);
+      return new RankOutput(rank, plan, team.complexes(), new TcpRank(rank, team, mine), ctx);
     } catch (RuntimeException | Error e) {
       if (transport != null) {
         transport.abort(e);
-      }
-      throw withRank(plan, rank, e);
-    } finally {
-      if (transport != null) {
         transport.close();
       }
+      throw withRank(plan, rank, e);
     }
   }
 
-  private List<TileRecord> runComplexes(int rank, TeamFormation.Formed team, Map<String, TileRecord> mine) {
-    TimedTransport timed = new TimedTransport(team.transport());
-    List<TileRecord> out = new ArrayList<>();
-    long computeTotal = 0;
-    for (ComplexShape c : team.complexes()) {
+  /** A CPU rank's complexes over its TCP team, one {@link CpRank} forward each. */
+  private final class TcpRank implements RankOutput.Rank {
+    private final int rank;
+    private final TeamFormation.Formed team;
+    private final Map<String, TileRecord> mine;
+    private final TimedTransport timed;
+    private long computeTotal;
+    private int tilesOut;
+
+    TcpRank(int rank, TeamFormation.Formed team, Map<String, TileRecord> mine) {
+      this.rank = rank;
+      this.team = team;
+      this.mine = mine;
+      this.timed = new TimedTransport(team.transport());
+    }
+
+    @Override
+    public TileRecord run(ComplexShape c) {
       ShardLayout layout = c.layout(plan.grid);
       TileRecord in = layoutTile(c, mine, plan.grid, rank, metrics);
       long t0 = System.nanoTime();
@@ -81,14 +89,28 @@ final class RankTask extends RankBody {
       metrics.reshardNanos(reshard);
       TileRecord o = output(c, in, y, metrics);
       if (o != null) {
-        out.add(o);
+        tilesOut++;
       }
+      return o;
     }
-    metrics.reshardBytes(timed.bytesSent());
-    LOG.info("barrier rank {} of team '{}': {} complexes, {} output tiles, compute {} ms, reshard {} ms, {} bytes sent",
-        rank, team.transport().teamId(), team.complexes().size(), out.size(), computeTotal / 1_000_000,
-        timed.reshardNanos() / 1_000_000, timed.bytesSent());
-    return out;
+
+    @Override
+    public void finish() {
+      metrics.reshardBytes(timed.bytesSent());
+      LOG.info("barrier rank {} of team '{}': {} complexes, {} output tiles, compute {} ms, reshard {} ms, {} bytes"
+          + " sent", rank, team.transport().teamId(), team.complexes().size(), tilesOut, computeTotal / 1_000_000,
+          timed.reshardNanos() / 1_000_000, timed.bytesSent());
+    }
+
+    @Override
+    public void abort(Throwable cause) {
+      timed.abort(cause);
+    }
+
+    @Override
+    public void close() {
+      timed.close();
+    }
   }
 
   /** This rank's layout tile per complex; each must be the tile the layout gives this rank. */

@@ -7,6 +7,7 @@ import java.nio.channels.NonWritableChannelException;
 import java.nio.channels.SeekableByteChannel;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FSDataInputStream;
+import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 
@@ -14,9 +15,10 @@ import org.apache.hadoop.fs.Path;
  * A read-only SeekableByteChannel over a file of any Hadoop FileSystem (file:, hdfs:, s3a: where
  * its connector is on the class path), so that the operator library's .npy and .safetensors
  * readers, which read by position, read those files as they read local ones. Reads are positional
- * ({@code PositionedReadable}), which object stores serve as ranged GETs.
+ * ({@code PositionedReadable}), which object stores serve as ranged GETs. Public for the SQL
+ * function's weights (org.foldcp.spark.udf), which read .safetensors files through it.
  */
-final class HadoopChannel implements SeekableByteChannel {
+public final class HadoopChannel implements SeekableByteChannel {
   private final FSDataInputStream in;
   private final long size;
   private final String name;
@@ -30,10 +32,14 @@ final class HadoopChannel implements SeekableByteChannel {
   }
 
   /** Opens {@code file} for reading with the file system its scheme names in {@code conf}. */
-  static HadoopChannel open(Configuration conf, Path file) throws IOException {
+  public static HadoopChannel open(Configuration conf, Path file) throws IOException {
     FileSystem fs = file.getFileSystem(conf);
-    long size = fs.getFileStatus(file).getLen();
-    return new HadoopChannel(fs.open(file), size, file.toString());
+    return open(fs, fs.getFileStatus(file));
+  }
+
+  /** Opens the file of {@code status} (as {@code fs} listed it: its length is the channel's size) without asking again. */
+  public static HadoopChannel open(FileSystem fs, FileStatus status) throws IOException {
+    return new HadoopChannel(fs.open(status.getPath()), status.getLen(), status.getPath().toString());
   }
 
   @Override

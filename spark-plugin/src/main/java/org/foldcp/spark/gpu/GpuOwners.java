@@ -1,6 +1,7 @@
 package org.foldcp.spark.gpu;
 
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -8,31 +9,43 @@ import java.util.Objects;
 import java.util.function.IntFunction;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The {@link ExecutorGpu}s of one owner, one per device ordinal, each made at its first use: an
  * executor's (ExecutorState holds them and closes them at shutdown; normally one device, since
  * fold-cp runs one executor per GPU), or this JVM's own ({@link #processWide()}) where the
  * fold-cp plugin is not loaded, so that even then a JVM opens a device once, not once per task.
+ *
+ * <p>It also decides, once per device, whether its tasks can compute on the GPU at all
+ * ({@link #choice}): the one chooser behind backend auto, on every route and in foldcp_trimul.
  */
 public final class GpuOwners implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(GpuOwners.class);
   private static final GpuOwners PROCESS_WIDE =
-      new GpuOwners("this JVM (no fold-cp executor plugin)", GpuTriMul::new);
+      new GpuOwners("this JVM (no fold-cp executor plugin)", GpuTriMul::new, GpuTriMul::availability);
 
   private final String owner;
   private final IntFunction<TriMulBackend> factory;
+  private final IntFunction<String> availability;
   private final Map<Integer, ExecutorGpu> byDevice = new LinkedHashMap<>(); // guarded by this
+  private final Map<Integer, BackendChoice> choices = new HashMap<>(); // guarded by this
   private boolean closed; // guarded by this
 
   /** GPUs on the GPU backend, owned by {@code owner} (for messages, e.g. "executor 7"). */
   public GpuOwners(String owner) {
-    this(owner, GpuTriMul::new);
+    this(owner, GpuTriMul::new, GpuTriMul::availability);
   }
 
-  /** With the backends made by {@code factory}: tests pass a fake one. */
-  GpuOwners(String owner, IntFunction<TriMulBackend> factory) {
+  /**
+   * With the backends made by {@code factory} and {@code availability} saying why a device cannot
+   * run them (null: it can; GpuTriMul's probe): tests pass fakes.
+   */
+  GpuOwners(String owner, IntFunction<TriMulBackend> factory, IntFunction<String> availability) {
     this.owner = Objects.requireNonNull(owner, "owner");
     this.factory = Objects.requireNonNull(factory, "factory");
+    this.availability = Objects.requireNonNull(availability, "availability");
   }
 
   /**
@@ -61,6 +74,29 @@ public final class GpuOwners implements AutoCloseable {
       byDevice.put(ordinal, gpu);
     }
     return gpu;
+  }
+
+  /**
+   * Whether tasks of this owner compute on GPU {@code ordinal} (-1: a task without one), decided
+   * at the first call and logged then, once, with the reason when they cannot: every later task
+   * gets the same answer without probing the driver again or repeating the warning. The probe
+   * creates no CUDA context, so an executor that never borrows its GPU still holds none.
+   */
+  public synchronized BackendChoice choice(int ordinal) {
+    BackendChoice known = choices.get(ordinal);
+    if (known != null) {
+      return known;
+    }
+    BackendChoice made = new BackendChoice(ordinal,
+        ordinal < 0 ? BackendChoice.NO_TASK_GPU : availability.apply(ordinal));
+    choices.put(ordinal, made);
+    if (made.onGpu()) {
+      LOG.info("fold-cp backend in {}: tasks compute on GPU {} (backend auto and gpu)", owner, ordinal);
+    } else {
+      LOG.warn("fold-cp backend in {}: tasks cannot compute on a GPU, so backend auto computes on the CPU (and backend"
+          + " gpu fails) because {}", owner, made.whyNotGpu());
+    }
+    return made;
   }
 
   /** How many GPUs were made and not yet closed. */

@@ -1,22 +1,34 @@
 package org.foldcp.spark.plugin;
 
 import java.util.concurrent.atomic.AtomicReference;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.SparkConf;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
+import org.apache.spark.deploy.SparkHadoopUtil;
 import org.foldcp.spark.config.FoldCpConf;
 
 /**
  * The one way code on an executor reads fold-cp settings: the validated {@link FoldCpConf} the
  * executor plugin bound ({@link ExecutorState#conf()}); where the plugin is not loaded (plain
  * Spark running {@code foldcp_trimul}), this JVM's SparkConf validated once and kept, so that no
- * row or task parses raw settings again; outside Spark, the defaults.
+ * row or task parses raw settings again; outside Spark, the defaults. Likewise the executor's
+ * Hadoop configuration ({@link #hadoop()}), for files that code on executors reads itself.
  */
 public final class ExecutorConf {
   /** The SparkConf last validated and its result; SparkEnv's conf is one object per executor life. */
   private record Validated(SparkConf source, FoldCpConf conf) {}
 
+  /** The SparkConf the last Hadoop configuration was made from, and that configuration. */
+  private record Hadoop(SparkConf source, Configuration conf) {}
+
   private static final AtomicReference<Validated> LAST = new AtomicReference<>();
+  private static final AtomicReference<Hadoop> LAST_HADOOP = new AtomicReference<>();
+
+  /** Hadoop's defaults, made at the first use outside Spark only. */
+  private static final class NoSpark {
+    static final Configuration HADOOP = new Configuration();
+  }
 
   private ExecutorConf() {}
 
@@ -41,6 +53,26 @@ public final class ExecutorConf {
     }
     FoldCpConf conf = FoldCpConf.from(source);
     LAST.set(new Validated(source, conf));
+    return conf;
+  }
+
+  /**
+   * This executor's Hadoop configuration, as Spark makes its own there (spark.hadoop.* keys over
+   * the Hadoop site files on the executor's class path): made once per executor life, since
+   * building one parses those files; outside Spark, Hadoop's defaults. Callers must not modify it.
+   */
+  public static Configuration hadoop() {
+    SparkEnv env = SparkEnv.get();
+    if (env == null) {
+      return NoSpark.HADOOP;
+    }
+    SparkConf source = env.conf();
+    Hadoop last = LAST_HADOOP.get();
+    if (last != null && last.source() == source) {
+      return last.conf();
+    }
+    Configuration conf = SparkHadoopUtil.get().newConfiguration(source);
+    LAST_HADOOP.set(new Hadoop(source, conf));
     return conf;
   }
 

@@ -4,6 +4,7 @@ import java.util.Optional;
 import java.util.concurrent.atomic.AtomicReference;
 import org.foldcp.ops.gpu.cp.NvshmemTeam;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.gpu.ExecutorGpu;
 import org.foldcp.spark.gpu.GpuOwners;
 import org.slf4j.Logger;
@@ -114,6 +115,14 @@ public final class ExecutorState implements AutoCloseable {
    */
   public ExecutorGpu gpu(int ordinal) {
     return gpus.device(ordinal, conf.gpuConcurrentTasks());
+  }
+
+  /**
+   * Whether this executor's tasks compute on GPU {@code ordinal} (-1: none), decided once per
+   * device and logged then ({@link GpuOwners#choice}).
+   */
+  public BackendChoice backendChoice(int ordinal) {
+    return gpus.choice(ordinal);
   }
 
   /**

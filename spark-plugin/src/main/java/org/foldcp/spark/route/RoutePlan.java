@@ -169,6 +169,12 @@ public final class RoutePlan implements Serializable {
         connectTimeoutMillis, reason, allowNonFinite, metricsLevel);
   }
 
+  /** The same plan with {@code why} as its reason. */
+  public RoutePlan withReason(String why) {
+    return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
+        connectTimeoutMillis, why, allowNonFinite, metricsLevel);
+  }
+
   /** The same plan letting input with NaN or Inf through ({@code allow}) or failing on it. */
   public RoutePlan withAllowNonFinite(boolean allow) {
     return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,

@@ -5,7 +5,7 @@ import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
-import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.gpu.BorrowedGpu;
 import org.foldcp.spark.gpu.ExecutorGpu;
 import org.foldcp.spark.gpu.GpuOwners;
@@ -31,25 +31,25 @@ public final class TaskBackends {
 
   /**
    * A backend for this task; the caller closes it. For the GPU, closing gives the borrow back
-   * (so does the task's end), and the executor keeps the device open for its next task.
+   * (so does the task's end), and the executor keeps the device open for its next task. Whether
+   * the task's GPU is usable is its executor's decision ({@link GpuOwners#choice}: made once and
+   * logged once, with the reason when auto falls back to the CPU).
    */
   public static TriMulBackend open(RoutePlan.Backend backend, int threads) {
     if (backend == RoutePlan.Backend.CPU) {
       return new CpuTriMul(threads);
     }
-    int ordinal = taskGpu();
-    String why = whyNotGpu(ordinal);
-    if (why == null) {
-      BorrowedGpu gpu = executorGpu(ordinal).borrow();
-      LOG.info("fold-cp task backend: gpu (device {}, borrowed from the executor after {} ms waiting; {})", ordinal,
-          gpu.waitedMillis(), ExecutorGpu.lending(gpu.owner().permits()));
+    BackendChoice choice = choice(taskGpu());
+    if (choice.onGpu()) {
+      BorrowedGpu gpu = executorGpu(choice.ordinal()).borrow();
+      LOG.info("fold-cp task backend: gpu (device {}, borrowed from the executor after {} ms waiting; {})",
+          choice.ordinal(), gpu.waitedMillis(), ExecutorGpu.lending(gpu.owner().permits()));
       return gpu;
     }
     if (backend == RoutePlan.Backend.GPU) {
-      throw noGpu(why);
+      throw noGpu(choice.whyNotGpu());
     }
-    LOG.warn("fold-cp backend auto: computing on the CPU because {}", why);
-    return new CpuTriMul(threads);
+    return new CpuTriMul(threads); // the executor logged why, once
   }
 
   /**
@@ -57,21 +57,26 @@ public final class TaskBackends {
    * not at all, such as an NVSHMEM rank; fails saying why this task cannot compute on a GPU.
    */
   public static int requireTaskGpu() {
-    int ordinal = taskGpu();
-    String why = whyNotGpu(ordinal);
-    if (why != null) {
-      throw noGpu(why);
+    BackendChoice choice = choice(taskGpu());
+    if (!choice.onGpu()) {
+      throw noGpu(choice.whyNotGpu());
     }
-    return ordinal;
+    return choice.ordinal();
   }
 
-  /** Null when the GPU backend can run on {@code ordinal} (-1: the task has none), else why not. */
-  private static String whyNotGpu(int ordinal) {
-    return ordinal < 0
-        ? "this task has no GPU: give executors and tasks one (spark.executor.resource.gpu.amount=1,"
-            + " spark.task.resource.gpu.amount=1 and a discovery script; in local mode"
-            + " spark.driver.resource.gpu.amount=1 with spark.driver.resource.gpu.discoveryScript)"
-        : GpuTriMul.availability(ordinal);
+  /**
+   * Where backend auto computes for tasks of this JVM that bring no GPU resource of their own:
+   * in local mode every task, so the driver can show it when it plans (RouteChooser). The same
+   * decision the tasks get, made once.
+   */
+  public static BackendChoice thisJvmChoice() {
+    return choice(taskGpu());
+  }
+
+  /** The decision of this JVM's executor (or, without the plugin, of the JVM) for {@code ordinal}. */
+  private static BackendChoice choice(int ordinal) {
+    return ExecutorState.current().map(state -> state.backendChoice(ordinal))
+        .orElseGet(() -> GpuOwners.processWide().choice(ordinal));
   }
 
   private static IllegalStateException noGpu(String why) {

@@ -3,13 +3,16 @@ package org.foldcp.spark.sql;
 import java.util.Map;
 import java.util.Objects;
 import java.util.function.Function;
+import java.util.function.Supplier;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.NativeCp;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.config.SparkKeys;
+import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.RoutePlan.Kind;
+import org.foldcp.spark.route.TaskBackends;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -31,6 +34,11 @@ import org.slf4j.LoggerFactory;
  * library loads here; otherwise tcp (CPU ranks). A forced nvshmem that cannot run here fails
  * with the reason. On a cluster the driver cannot see the executors' libraries: there the ranks
  * check when the stage starts and fail with the reason.
+ *
+ * <p>Backend auto of a cp = 1 plan is decided where the tasks run, once per executor
+ * ({@code GpuOwners.choice}, logged there with the reason for a CPU fallback). In local mode the
+ * tasks run in this JVM, so the plan takes that same decision now and explain() shows it, with
+ * the reason.
  */
 public final class RouteChooser {
   /** Spark's own keys the choice depends on. */
@@ -48,13 +56,16 @@ public final class RouteChooser {
    * What the choice depends on besides the {@code spark.foldcp.*} keys: Spark's settings
    * ({@code master} may be empty when unknown) and, for the transport, whether the CP GPU
    * library loads in this JVM ({@code cpLibraryReason}: NVSHMEM home, possibly null, to null
-   * when it loads, else why not; asked only when the executors run on this machine).
+   * when it loads, else why not; asked only when the executors run on this machine), and, for
+   * backend auto in local mode, where this JVM's tasks compute ({@code localTasks}).
    */
   public record SparkFacts(boolean dynamicAllocation, int taskCpus, boolean executorGpus, String master,
-                           boolean networkCrypto, Function<String, String> cpLibraryReason) {
+                           boolean networkCrypto, Function<String, String> cpLibraryReason,
+                           Supplier<BackendChoice> localTasks) {
     public SparkFacts {
       master = master == null ? "" : master.trim();
       Objects.requireNonNull(cpLibraryReason, "cpLibraryReason");
+      Objects.requireNonNull(localTasks, "localTasks");
     }
 
     /** local or local[n]: every task runs in the driver's JVM. */
@@ -73,18 +84,24 @@ public final class RouteChooser {
    * {@link FoldCpConf}) and the Spark keys above; other keys are ignored.
    */
   public static RoutePlan choose(Map<String, String> settings) {
-    return choose(settings, NativeCp::unavailableReason);
+    return choose(settings, NativeCp::unavailableReason, TaskBackends::thisJvmChoice);
   }
 
   /** As above, with {@code cpLibraryReason} standing in for {@link NativeCp#unavailableReason} (tests). */
   static RoutePlan choose(Map<String, String> settings, Function<String, String> cpLibraryReason) {
+    return choose(settings, cpLibraryReason, TaskBackends::thisJvmChoice);
+  }
+
+  /** As above, with {@code localTasks} standing in for {@link TaskBackends#thisJvmChoice} (tests). */
+  static RoutePlan choose(Map<String, String> settings, Function<String, String> cpLibraryReason,
+                          Supplier<BackendChoice> localTasks) {
     FoldCpConf conf = FoldCpConf.from(settings);
     boolean dynamicAllocation = Boolean.parseBoolean(settings.getOrDefault(DYNAMIC_ALLOCATION, "false").trim());
     boolean networkCrypto = Boolean.parseBoolean(settings.getOrDefault(NETWORK_CRYPTO, "false").trim());
     int taskCpus = parseTaskCpus(settings.getOrDefault(TASK_CPUS, "1"));
     boolean executorGpus = SparkKeys.resourceAmount(EXECUTOR_GPUS, settings.get(EXECUTOR_GPUS)) > 0;
     return choose(conf, new SparkFacts(dynamicAllocation, taskCpus, executorGpus, settings.get(MASTER), networkCrypto,
-        cpLibraryReason));
+        cpLibraryReason, localTasks));
   }
 
   /**
@@ -103,8 +120,10 @@ public final class RouteChooser {
         if (cp == 1) {
           plan = plan(Kind.SINGLE, grid, threads, conf, route + " and " + FoldCpConf.CP.name() + " = 1: each"
               + " complex runs whole in one task" + (conf.gpuEnabled() ? ", on the task's GPU where it has one"
-              + " (sm_90), else on the CPU" : ", on the CPU (" + FoldCpConf.GPU_ENABLED.name() + " = false)"))
+              + " (sm_90), else on the CPU (each executor decides once and logs why)" : ", on the CPU ("
+              + FoldCpConf.GPU_ENABLED.name() + " = false)"))
               .withBackend(RoutePlan.Backend.of(conf));
+          plan = autoBackendInThisJvm(plan, facts);
         } else if (facts.dynamicAllocation() && conf.transport() == FoldCpConf.Transport.NVSHMEM) {
           throw InvalidInputException.of(FoldCpConf.CP_TRANSPORT.name(), "'nvshmem'", "the NVSHMEM team runs as"
               + " one barrier stage, which needs all cp = " + cp + " tasks at once, and Spark refuses barrier stages"
@@ -150,6 +169,20 @@ public final class RouteChooser {
     }
     LOG.info("fold-cp route: {}", plan);
     return plan;
+  }
+
+  /**
+   * A plan of backend auto in local mode, whose tasks run in this JVM, with the backend they
+   * will get (the same decision, made once: see the class comment) and why.
+   */
+  private static RoutePlan autoBackendInThisJvm(RoutePlan plan, SparkFacts facts) {
+    if (plan.backend != RoutePlan.Backend.AUTO || !facts.localMode()) {
+      return plan;
+    }
+    BackendChoice here = facts.localTasks().get();
+    return plan.withBackend(here.onGpu() ? RoutePlan.Backend.GPU : RoutePlan.Backend.CPU)
+        .withReason(plan.reason + "; in local mode (master " + facts.master() + ") the tasks run in this JVM, where"
+            + " backend auto computes on " + here.describe());
   }
 
   private static void refuseDynamicAllocation(SparkFacts facts, String route) {

@@ -20,8 +20,9 @@ import scala.Tuple3;
  *   <li>{@code pair}: bf16 little-endian [n][n][dim]; NULL gives NULL;
  *   <li>{@code n}, {@code dim}: N and D, integers >= 1 (any integer type);
  *   <li>{@code mask}: uint8 [n][n], 1 = valid, or NULL for all valid;
- *   <li>{@code weights}: a .safetensors file as the executors see it: a local path, a file: URI,
- *       or the bare name of a file shipped with spark-submit --files;
+ *   <li>{@code weights}: a .safetensors file as the executors see it: any Hadoop file system URI
+ *       (file:, hdfs:, s3a: with its connector on the class path), a local path, or the bare name
+ *       of a file shipped with spark-submit --files;
  *   <li>{@code layers}: key prefixes of the layers in the file, comma-separated, applied in order
  *       (see {@link LayerRef}): "tri_mul_in" in a prefix makes a layer incoming, else outgoing,
  *       residual on; {@code prefix:in}, {@code prefix:out} and {@code prefix:noresidual}

@@ -32,7 +32,8 @@ final class TriMulExpression {
             + "      * n - the number of tokens N, an integer >= 1\n"
             + "      * dim - the pair channel count D, an integer >= 1\n"
             + "      * mask - BINARY, uint8 [n][n] with 1 = valid, or NULL for all valid\n"
-            + "      * weights - the path of a .safetensors file on the executors\n"
+            + "      * weights - a .safetensors file: a Hadoop file system URI (file:, hdfs:, s3a:), a local path"
+            + " on the executors, or the name of a file shipped with --files\n"
             + "      * layers - comma-separated key prefixes applied in order, each optionally"
             + " followed by :in, :out, :noresidual\n  ",
         "", "", "misc_funcs", "", "", "java_udf");

@@ -50,7 +50,7 @@ public final class TriMulUdf extends AbstractFunction6<byte[], Number, Number, b
     cache.setCapacity(conf.weightsCacheEntries());
     LayerStack stack = cache.get(key);
     InvalidInputException.require(stack.dim() == d, "dim", d,
-        "must equal D = " + stack.dim() + " of the layers " + key.layers() + " in " + key.file()
+        "must equal D = " + stack.dim() + " of the layers " + key.layers() + " in " + key.location()
             + " (their norm_in.weight has " + stack.dim() + " values)");
     boolean allowNonFinite = conf.allowNonFinite();
     try {

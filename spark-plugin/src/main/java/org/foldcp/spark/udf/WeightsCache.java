@@ -22,6 +22,11 @@ import org.foldcp.spark.config.FoldCpConf;
  * same key wait for that read instead of starting their own. The file is read outside the lock,
  * so a slow read of one key does not hold up hits on others. A failed read is not remembered:
  * the next call tries again (the caller may have fixed the file or the prefix).
+ *
+ * <p>Keys are cheap (a stat: {@link WeightsKey}); what a read produced is identified by its
+ * content: a stack whose layers have the specs and weight digests of a stack already held (the
+ * same file under another path, or a file touched but not changed) is not kept twice, the held
+ * one is returned, so the GPU's layer cache, keyed by digest too, sees the same layers.
  */
 public final class WeightsCache {
   private static final WeightsCache SHARED =
@@ -70,7 +75,7 @@ public final class WeightsCache {
     }
     if (reader) {
       try {
-        pending.complete(read(key));
+        pending.complete(heldOr(read(key)));
       } catch (RuntimeException | Error e) {
         synchronized (lock) {
           entries.remove(key, pending);
@@ -85,6 +90,32 @@ public final class WeightsCache {
   private LayerStack read(WeightsKey key) {
     loads.incrementAndGet();
     return loader.apply(key);
+  }
+
+  /** The stack held already with the same layers as {@code read} (specs and weight digests), else {@code read}. */
+  private LayerStack heldOr(LayerStack read) {
+    synchronized (lock) {
+      for (CompletableFuture<LayerStack> entry : entries.values()) {
+        LayerStack held = entry.isDone() && !entry.isCompletedExceptionally() ? entry.join() : null;
+        if (held != null && sameLayers(held, read)) {
+          return held;
+        }
+      }
+    }
+    return read;
+  }
+
+  private static boolean sameLayers(LayerStack a, LayerStack b) {
+    if (a.size() != b.size()) {
+      return false;
+    }
+    for (int l = 0; l < a.size(); l++) {
+      if (!a.get(l).spec().equals(b.get(l).spec())
+          || !a.get(l).weights().digest().equals(b.get(l).weights().digest())) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static LayerStack await(CompletableFuture<LayerStack> pending) {

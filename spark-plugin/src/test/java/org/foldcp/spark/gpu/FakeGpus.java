@@ -15,9 +15,9 @@ import org.foldcp.ops.tensor.PairTensor;
 public final class FakeGpus implements IntFunction<TriMulBackend> {
   private final List<Backend> made = new CopyOnWriteArrayList<>();
 
-  /** Owners whose devices get fake backends from {@code gpus}; for tests in other packages. */
+  /** Owners whose devices get fake backends from {@code gpus}, every device usable; for tests in other packages. */
   public static GpuOwners owners(String owner, FakeGpus gpus) {
-    return new GpuOwners(owner, gpus);
+    return new GpuOwners(owner, gpus, ordinal -> null);
   }
 
   @Override

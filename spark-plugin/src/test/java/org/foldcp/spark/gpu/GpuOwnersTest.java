@@ -13,7 +13,7 @@ class GpuOwnersTest {
 
   @Test
   void oneGpuPerDeviceWhosePermitsAreFixedAtFirstUse() {
-    GpuOwners owners = new GpuOwners("executor 7", gpus);
+    GpuOwners owners = FakeGpus.owners("executor 7", gpus);
     ExecutorGpu three = owners.device(3, 2);
     assertSame(three, owners.device(3, 5));
     assertEquals(2, owners.device(3, 5).permits());
@@ -23,7 +23,7 @@ class GpuOwnersTest {
 
   @Test
   void closingClosesEveryOpenedBackendOnceAndRefusesNewOnes() {
-    GpuOwners owners = new GpuOwners("executor 7", gpus);
+    GpuOwners owners = FakeGpus.owners("executor 7", gpus);
     owners.device(3, 1).borrow(Borrower.NONE).close();
     owners.device(4, 1); // made, never borrowed: nothing to open or close
     owners.close();
@@ -37,7 +37,7 @@ class GpuOwnersTest {
 
   @Test
   void closingTheDevicesKeepsTheOwnerUsable() {
-    GpuOwners owners = new GpuOwners("this JVM", gpus);
+    GpuOwners owners = FakeGpus.owners("this JVM", gpus);
     ExecutorGpu first = owners.device(0, 1);
     first.borrow(Borrower.NONE).close();
     owners.closeDevices();

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.gpu.ExecutorGpu;
 import org.foldcp.spark.gpu.GpuOwners;
 import org.foldcp.spark.plugin.ExecutorState;
@@ -33,6 +34,16 @@ class TaskBackendsTest {
         () -> TaskBackends.open(RoutePlan.Backend.GPU, 1));
     assertTrue(e.getMessage().contains("backend gpu") && e.getMessage().contains("spark.task.resource.gpu.amount"),
         e.getMessage());
+  }
+
+  /** Outside a task, with no GPU bound or given to the driver, this JVM's tasks have none: the one chooser says so. */
+  @Test
+  void thisJvmsChoiceIsTheDecisionTheTasksGet() {
+    Assumptions.assumeTrue(ExecutorState.current().isEmpty(), "no fold-cp executor runs in this JVM");
+    BackendChoice here = TaskBackends.thisJvmChoice();
+    assertSame(here, TaskBackends.thisJvmChoice(), "decided once");
+    assertSame(here, GpuOwners.processWide().choice(-1));
+    assertEquals(BackendChoice.NO_TASK_GPU, here.whyNotGpu());
   }
 
   @Test

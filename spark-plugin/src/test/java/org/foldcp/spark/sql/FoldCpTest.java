@@ -122,13 +122,16 @@ class FoldCpTest {
   void explainShowsTheRouteAndTheVerboseFormTheWeights() {
     Dataset<Row> out = FoldCp.apply(SparkTestSession.wholeComplexes(spark), stack);
     String simple = explain(out, "simple");
-    assertTrue(simple.contains("FoldCpTriMul route=single cp=1 grid=1x1 backend=auto layers=2"), simple);
+    // local mode: the tasks run in this JVM, which gives them no GPU, so backend auto is shown decided, with why
+    assertTrue(simple.contains("FoldCpTriMul route=single cp=1 grid=1x1 backend=cpu layers=2"), simple);
     String extended = explain(out, "extended");
     assertTrue(extended.contains("== Optimized Logical Plan ==\nFoldCpTriMul route=single"), extended);
     String formatted = explain(out, "formatted");
     String digest = stack.get(0).weights().digest().substring(0, 12);
     assertTrue(formatted.contains("weights=" + digest), formatted);
     assertTrue(formatted.contains("spark.foldcp.cp = 1"), "the reason: " + formatted);
+    assertTrue(formatted.contains("the tasks run in this JVM, where backend auto computes on cpu, because this task"
+        + " has no GPU"), "the reason for the CPU: " + formatted);
   }
 
   @Test

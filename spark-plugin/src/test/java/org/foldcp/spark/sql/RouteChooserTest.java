@@ -9,6 +9,7 @@ import java.util.Map;
 import java.util.function.Function;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.RoutePlan.Kind;
 import org.junit.jupiter.api.Test;
@@ -111,6 +112,35 @@ class RouteChooserTest {
     assertEquals(RoutePlan.Backend.CPU, RouteChooser.choose(conf("spark.foldcp.gpu.enabled", "false")).backend);
     assertEquals(RoutePlan.Backend.CPU, RouteChooser.choose(conf("spark.foldcp.route", "cpu")).backend);
     assertEquals(RoutePlan.Backend.CPU, RouteChooser.choose(conf("spark.foldcp.cp", "2")).backend);
+  }
+
+  /**
+   * In local mode the tasks run in the driver's JVM: the plan takes backend auto's decision there
+   * (the chooser the tasks use) and shows it with its reason; on a cluster it stays auto.
+   */
+  @Test
+  void inLocalModeAutoIsDecidedByTheChooserOfThisJvmAndSaysWhy() {
+    String why = "GPU backend unavailable: no CUDA driver";
+    RoutePlan cpu = RouteChooser.choose(conf("spark.master", "local[2]"), NO_LIBRARY_CHECK,
+        () -> new BackendChoice(0, why));
+    assertEquals(RoutePlan.Backend.CPU, cpu.backend);
+    assertEquals("single cp=1 grid=1x1 backend=cpu", cpu.describe());
+    assertTrue(cpu.reason.endsWith("; in local mode (master local[2]) the tasks run in this JVM, where backend auto"
+        + " computes on cpu, because " + why), cpu.reason);
+
+    RoutePlan gpu = RouteChooser.choose(conf("spark.master", "local[2]"), NO_LIBRARY_CHECK,
+        () -> new BackendChoice(0, null));
+    assertEquals(RoutePlan.Backend.GPU, gpu.backend);
+    assertTrue(gpu.reason.endsWith("backend auto computes on gpu (device 0)"), gpu.reason);
+
+    java.util.function.Supplier<BackendChoice> notAsked = () -> {
+      throw new AssertionError("the driver of a cluster cannot know its executors' GPUs");
+    };
+    RoutePlan cluster = RouteChooser.choose(conf("spark.master", "spark://head:7077"), NO_LIBRARY_CHECK, notAsked);
+    assertEquals(RoutePlan.Backend.AUTO, cluster.backend);
+    assertTrue(cluster.reason.contains("else on the CPU (each executor decides once and logs why)"), cluster.reason);
+    assertEquals(RoutePlan.Backend.CPU, RouteChooser.choose(conf("spark.master", "local[2]", "spark.foldcp.route",
+        "cpu"), NO_LIBRARY_CHECK, notAsked).backend, "a forced backend asks no one");
   }
 
   @Test

@@ -75,6 +75,15 @@ class TriMulUdfTest {
     assertArrayEquals(want, UDF.call(pairBytes(x), new java.math.BigDecimal("4"), D, null, path, LAYERS));
   }
 
+  /** A local path and both spellings of its file: URI name one file: one key, so one cache entry. */
+  @Test
+  void everySpellingOfOneFileIsOneKey() {
+    WeightsKey plain = WeightsKey.of(path, LAYERS);
+    assertEquals(location(weights), plain.location());
+    assertEquals(plain, WeightsKey.of(weights.toUri().toString(), LAYERS), "file:///...");
+    assertEquals(plain, WeightsKey.of("file:" + weights, LAYERS), "file:/...");
+  }
+
   @Test
   void aNullPairGivesNullWhateverTheOtherArguments() {
     assertNull(UDF.call(null, 7, D, null, path, LAYERS));
@@ -130,10 +139,17 @@ class TriMulUdfTest {
         () -> UDF.call(pair, 7, D, null, missing.toString(), LAYERS));
     fails("weights file = '" + dir + "': must be a regular .safetensors file",
         () -> UDF.call(pair, 7, D, null, dir.toString(), LAYERS));
-    fails("weights = 'hdfs://nn/models/m.safetensors': must be a local path or file: URI that every executor can read",
-        () -> UDF.call(pair, 7, D, null, "hdfs://nn/models/m.safetensors", LAYERS));
-    fails("weights = null: must be the path of a .safetensors file", () -> UDF.call(pair, 7, D, null, null, LAYERS));
-    fails("key prefix = 'a.tri_mul_inn.': no tensor in " + realPath(weights) + " (20 tensors) has a name starting with it;"
+    fails("weights = 'nosuchfs://bucket/m.safetensors': its scheme has no Hadoop FileSystem on this machine (No"
+            + " FileSystem for scheme \"nosuchfs\"): use file:, hdfs:, s3a:",
+        () -> UDF.call(pair, 7, D, null, "nosuchfs://bucket/m.safetensors", LAYERS));
+    String absent = missing.toUri().toString();
+    fails("weights file = '" + absent + "': does not exist on this machine (looked at file:" + missing + ")",
+        () -> UDF.call(pair, 7, D, null, absent, LAYERS));
+    fails("weights file = '" + dir.toUri() + "': must be a regular .safetensors file, but file:" + dir + " is not",
+        () -> UDF.call(pair, 7, D, null, dir.toUri().toString(), LAYERS));
+    fails("weights = null: must be the path or URI of a .safetensors file",
+        () -> UDF.call(pair, 7, D, null, null, LAYERS));
+    fails("key prefix = 'a.tri_mul_inn.': no tensor in " + location(weights) + " (20 tensors) has a name starting with it;"
             + " prefixes present: ['a.tri_mul_in.', 'a.tri_mul_out.']",
         () -> UDF.call(pair, 7, D, null, path, OUT + ",a.tri_mul_inn."));
     fails("option ':both' of entry 1 of layers", () -> UDF.call(pair, 7, D, null, path, OUT + "," + IN + ":both"));
@@ -142,7 +158,7 @@ class TriMulUdfTest {
   @Test
   void dMismatchesNameBothSides() {
     PairTensor x16 = PairTensor.random(1, 5, 16, 8, 0.0);
-    fails("dim = 16: must equal D = 8 of the layers [a.tri_mul_out.:out, a.tri_mul_in.:in] in " + realPath(weights)
+    fails("dim = 16: must equal D = 8 of the layers [a.tri_mul_out.:out, a.tri_mul_in.:in] in " + location(weights)
             + " (their norm_in.weight has 8 values)",
         () -> UDF.call(pairBytes(x16), 5, 16, null, path, LAYERS));
 
@@ -151,13 +167,14 @@ class TriMulUdfTest {
     mixed.put("m.tri_mul_in.", LayerWeights.random(16, 2, false));
     Path file = dir.resolve("mixed.safetensors");
     SafeTensors.writeLayers(file, mixed, "F32");
-    fails("D of layer 'm.tri_mul_in.' in " + realPath(file) + " = 16: must equal D = 8 of the first layer 'm.tri_mul_out.'",
+    fails("D of layer 'm.tri_mul_in.' in " + location(file) + " = 16: must equal D = 8 of the first layer 'm.tri_mul_out.'",
         () -> UDF.call(pairBytes(x16), 5, 16, null, file.toString(), "m.tri_mul_out.,m.tri_mul_in."));
   }
 
-  private static Path realPath(Path p) {
+  /** How messages name a local file: its real path as Hadoop writes a file: URI. */
+  private static String location(Path p) {
     try {
-      return p.toRealPath();
+      return "file:" + p.toRealPath();
     } catch (java.io.IOException e) {
       throw new java.io.UncheckedIOException(e);
     }

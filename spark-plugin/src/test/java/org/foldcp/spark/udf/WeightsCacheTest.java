@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -26,7 +25,8 @@ import org.junit.jupiter.api.Test;
 class WeightsCacheTest {
 
   private static WeightsKey key(String name) {
-    return new WeightsKey(Path.of("/weights", name), 100, 1, List.of(new LayerRef("p.", Direction.OUTGOING, true)));
+    return new WeightsKey(WeightsFile.unopenable("file:/weights/" + name, 100, 1),
+        List.of(new LayerRef("p.", Direction.OUTGOING, true)));
   }
 
   /** A loader that builds a tiny stack per key and counts its calls per key. */
@@ -63,6 +63,19 @@ class WeightsCacheTest {
     assertEquals(1, loader.calls(key("a")));
     assertEquals(1, cache.loads());
     assertTrue(cache.contains(key("a")));
+  }
+
+  /** Two keys (two paths, or one file touched) whose files hold the same layers: read twice, held once. */
+  @Test
+  void keysWhoseLayersHaveTheSameDigestsShareOneStack() {
+    WeightsCache cache = new WeightsCache(4, k -> LayerStack.randomAlternating(2, 4, 9, false)); // same values
+    LayerStack first = cache.get(key("copy-1"));
+    LayerStack second = cache.get(key("copy-2"));
+    assertSame(first, second, "the stack already held, not a second copy of it");
+    assertEquals(2, cache.loads(), "each key is read: a stat cannot tell the contents apart");
+
+    WeightsCache other = new WeightsCache(4, k -> LayerStack.randomAlternating(2, 4, k.location().hashCode(), false));
+    assertNotSame(other.get(key("model-a")), other.get(key("model-b")), "different weights stay apart");
   }
 
   @Test
