@@ -26,6 +26,7 @@ import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.Bf16;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.sql.FoldCp;
 import org.foldcp.spark.sql.FoldCpExtensions;
 import org.foldcp.spark.sql.FoldCpOptions;
@@ -44,7 +45,10 @@ import org.foldcp.spark.tiles.PairTiles;
  * [--backend cpu|gpu] [--slots 1] [--threads all cores] [--repeats 3] [--csv FILE]
  * [--commit SHA]}. The bare loop uses {@code --threads} CPU threads; the job runs
  * {@code --slots} tasks at once, each with {@code threads / slots} CPU threads, so both use the
- * same cores. On a GPU both arms use the one GPU (one task at a time).
+ * same cores. On a GPU both arms use the one GPU: the job's {@code --slots} tasks all borrow the
+ * executor's GPU ({@code spark.foldcp.gpu.concurrentTasks} = slots), so one task's row decoding
+ * and encoding on the CPU overlap another's forward on the GPU (the forwards themselves take
+ * turns); the bare loop is one thread.
  */
 public final class JobBenchmark {
   /** The CSV columns, after the bench/results convention of a leading '#' line naming the command. */
@@ -193,6 +197,7 @@ public final class JobBenchmark {
         .set("spark.foldcp.cpu.threads", Integer.toString(Math.max(1, s.threads() / s.slots())));
     if (s.gpu()) {
       TriMulJob.localGpu(conf);
+      conf.set(FoldCpConf.GPU_CONCURRENT_TASKS.name(), Integer.toString(s.slots()));
     }
     return SparkSession.builder().config(conf).getOrCreate();
   }
