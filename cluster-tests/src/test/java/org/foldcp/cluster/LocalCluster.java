@@ -8,6 +8,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -56,6 +57,15 @@ final class LocalCluster implements AutoCloseable {
 
   /** Starts the cluster and returns once every executor has registered and run a task. */
   static LocalCluster start() {
+    return start(Map.of());
+  }
+
+  /**
+   * As {@link #start()}, with further Spark settings. local-cluster starts its Master and Workers
+   * with the driver's SparkConf and the executors take the driver's settings, so settings that
+   * every process must share (spark.authenticate and its secret) go here.
+   */
+  static LocalCluster start(Map<String, String> settings) {
     Path sparkHome = assembledSparkHome();
     Path confDir = Path.of(System.getProperty("foldcp.conf.dir", "../conf")).toAbsolutePath().normalize();
     SparkConf conf = new SparkConf()
@@ -76,6 +86,7 @@ final class LocalCluster implements AutoCloseable {
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.ui.enabled", "false");
+    settings.forEach(conf::set);
     LocalCluster cluster = new LocalCluster(new JavaSparkContext(conf), sparkHome);
     try {
       cluster.awaitExecutors();
@@ -181,6 +192,25 @@ final class LocalCluster implements AutoCloseable {
     // The probe runs test code, so it also checks that the executors load the test classes.
     List<Integer> probes = IntStream.range(0, EXECUTORS).boxed().collect(Collectors.toList());
     collect(context.parallelize(probes, EXECUTORS).map(i -> PlacedTile.currentJvm()));
+  }
+
+  /**
+   * The log files (stdout and stderr) of this application's executors, which their Workers write
+   * under SPARK_HOME/work/APP/EXECUTOR/: what fold-cp logs on the executors (log4j2 writes to
+   * stderr) can be read back here. Empty before any executor started.
+   */
+  List<Path> executorLogs() {
+    Path appDir = sparkHome.resolve("work").resolve(context.sc().applicationId());
+    if (!Files.isDirectory(appDir)) {
+      return List.of();
+    }
+    try (Stream<Path> files = Files.walk(appDir, 2)) {
+      return files.filter(f -> Files.isRegularFile(f)
+          && (f.getFileName().toString().equals("stderr") || f.getFileName().toString().equals("stdout")))
+          .sorted().collect(Collectors.toList());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 
   /** The first error line of each executor's stderr (SPARK_HOME/work/APP/EXECUTOR/stderr). */
