@@ -91,17 +91,9 @@ class ClusterAuthTest {
     LayerStack stack = Complexes.stack(53L);
     List<TileRecord> complexes = complexes();
     BarrierTaskPlacement placement = new BarrierTaskPlacement();
-    cluster.context().sc().addSparkListener(placement);
-    List<Row> rows;
-    String explain;
-    try {
-      Dataset<Row> out = FoldCp.apply(tiles(complexes), stack, FoldCpOptions.fromConf().withRoute("auto").withGrid("2"));
-      explain = explain(out);
-      rows = out.collectAsList();
-      placement.awaitEvents(cluster.context());
-    } finally {
-      cluster.context().sc().removeSparkListener(placement);
-    }
+    AutoRun run = runAuto(cluster, tiles(complexes), stack, placement);
+    String explain = run.explain();
+    List<Row> rows = run.rows();
 
     assertTrue(explain.contains("Route: barrier cp=2 grid=2x1 backend=cpu transport=tcp"), explain);
     assertTrue(explain.contains("spark.foldcp.cp.transport = auto: CPU ranks over TCP"), explain);
@@ -136,17 +128,9 @@ class ClusterAuthTest {
         + " (or auto)"), refused.getMessage());
 
     BarrierTaskPlacement placement = new BarrierTaskPlacement();
-    cluster.context().sc().addSparkListener(placement);
-    List<Row> rows;
-    String explain;
-    try {
-      Dataset<Row> out = FoldCp.apply(tiles, stack, FoldCpOptions.fromConf().withRoute("auto").withGrid("2"));
-      explain = explain(out);
-      rows = out.collectAsList();
-      placement.awaitEvents(cluster.context());
-    } finally {
-      cluster.context().sc().removeSparkListener(placement);
-    }
+    AutoRun run = runAuto(cluster, tiles, stack, placement);
+    String explain = run.explain();
+    List<Row> rows = run.rows();
 
     assertTrue(explain.contains("Route: shuffle cp=2 grid=2x1 backend=cpu threads="), explain);
     assertTrue(explain.contains("but spark.network.crypto.enabled = true and the TCP team's frames are not"
@@ -260,5 +244,23 @@ class ClusterAuthTest {
     byte[] b = new byte[32];
     new SecureRandom().nextBytes(b);
     return b;
+  }
+
+  /** What a route auto, cp = 2 run returned: its explain() text and its rows. */
+  private record AutoRun(String explain, List<Row> rows) {}
+
+  /** FoldCp.apply at route auto, grid 2, collected while {@code placement} watches the cluster's tasks. */
+  private static AutoRun runAuto(LocalCluster cluster, Dataset<Row> tiles, LayerStack stack,
+      BarrierTaskPlacement placement) throws Exception {
+    cluster.context().sc().addSparkListener(placement);
+    try {
+      Dataset<Row> out = FoldCp.apply(tiles, stack, FoldCpOptions.fromConf().withRoute("auto").withGrid("2"));
+      String explain = explain(out);
+      List<Row> rows = out.collectAsList();
+      placement.awaitEvents(cluster.context());
+      return new AutoRun(explain, rows);
+    } finally {
+      cluster.context().sc().removeSparkListener(placement);
+    }
   }
 }
