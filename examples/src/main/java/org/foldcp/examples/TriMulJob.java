@@ -305,6 +305,12 @@ public final class TriMulJob {
       long all = sum(execs, "numTiles");
       report.printf(Locale.ROOT, "  ran on      %s (%d of %d tile forwards on a GPU)%n",
           gpu == 0 ? "cpu" : gpu == all ? "gpu" : "gpu and cpu", gpu, all);
+      long[] gpuStages = {sum(execs, "gpuStage1Time"), sum(execs, "gpuStage2Time"), sum(execs, "gpuStage3Time")};
+      if (gpuStages[0] + gpuStages[1] + gpuStages[2] > 0) {
+        report.printf(Locale.ROOT, "  gpu stages  LN_in+projections+gates %.1f ms | triangle GEMM %.1f ms"
+            + " | LN_out+output projection %.1f ms (kernel time, summed over tasks and layers)%n",
+            gpuStages[0] / 1e6, gpuStages[1] / 1e6, gpuStages[2] / 1e6);
+      }
       long toChannels = sum(execs, "reshardToChannelsBytes");
       long toTokens = sum(execs, "reshardToTokensBytes");
       if (toChannels + toTokens > 0) {

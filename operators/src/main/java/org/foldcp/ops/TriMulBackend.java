@@ -38,6 +38,18 @@ public interface TriMulBackend extends AutoCloseable {
     return cur;
   }
 
+  /**
+   * As {@link #forward(PairTensor, LayerStack, boolean)}, and reports the device time of each
+   * TriMul stage, summed over the layers, to {@code sink}: at most once, after the output is
+   * complete. Measuring costs a wait for the kernels after every layer, so callers ask for it only
+   * when they publish the times. A backend that cannot time its stages never calls the sink: the
+   * default (the CPU backend: its stages are not device kernels, and its time is the caller's
+   * compute time already) runs the plain forward.
+   */
+  default PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite, StageTimes.Sink sink) {
+    return forward(x, stack, allowNonFinite);
+  }
+
   /** Applies the layers in order; x must hold no NaN or Inf. */
   default PairTensor forward(PairTensor x, LayerStack stack) {
     return forward(x, stack, false);

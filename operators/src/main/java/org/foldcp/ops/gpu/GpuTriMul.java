@@ -11,6 +11,7 @@ import java.util.Objects;
 import jcuda.driver.CUevent_flags;
 import jcuda.driver.JCudaDriver;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.StageTimes;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
@@ -60,6 +61,7 @@ public final class GpuTriMul implements TriMulBackend {
 
   private long forwards;
   private long layerRuns;
+  private long profiledLayerRuns;
   private long uploads;
   private long downloads;
   private long bytesToDevice;
@@ -197,7 +199,7 @@ public final class GpuTriMul implements TriMulBackend {
   @Override
   public synchronized PairTensor forward(PairTensor x, TriMulLayer layer, boolean allowNonFinite) {
     Objects.requireNonNull(layer, "layer");
-    return run(x, List.of(layer), null, allowNonFinite);
+    return run(x, List.of(layer), null, allowNonFinite, null);
   }
 
   /**
@@ -208,7 +210,23 @@ public final class GpuTriMul implements TriMulBackend {
   @Override
   public synchronized PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite) {
     Objects.requireNonNull(stack, "stack");
-    return run(x, stack.layers(), null, allowNonFinite);
+    return run(x, stack.layers(), null, allowNonFinite, null);
+  }
+
+  /**
+   * The resident stack, each layer through the native profiled forward (CUDA events around the
+   * stages, then a wait for them), the stage times summed over the layers and reported once the
+   * output is downloaded. Same output, bit for bit, as the plain forward. A shape that runs in
+   * channel groups ({@link #channelGroup()} below D) runs the plain grouped forward and reports
+   * nothing: the native library has no profiled grouped entry, and its profiled forward needs the
+   * whole workspace, which such a shape does not have (logged once per shape).
+   */
+  @Override
+  public synchronized PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite,
+                                         StageTimes.Sink sink) {
+    Objects.requireNonNull(stack, "stack");
+    Objects.requireNonNull(sink, "sink");
+    return run(x, stack.layers(), null, allowNonFinite, sink);
   }
 
   /**
@@ -219,10 +237,12 @@ public final class GpuTriMul implements TriMulBackend {
   synchronized PairTensor forwardInto(PairTensor x, TriMulLayer layer, DeviceBuffer out) {
     Objects.requireNonNull(layer, "layer");
     Objects.requireNonNull(out, "out");
-    return run(x, List.of(layer), out, false);
+    return run(x, List.of(layer), out, false, null);
   }
 
-  private PairTensor run(PairTensor x, List<TriMulLayer> stack, DeviceBuffer out, boolean allowNonFinite) {
+  /** {@code sink}: null for the plain forward, else where the stage times go (see the profiled forward). */
+  private PairTensor run(PairTensor x, List<TriMulLayer> stack, DeviceBuffer out, boolean allowNonFinite,
+                         StageTimes.Sink sink) {
     ensureOpen();
     Objects.requireNonNull(x, "x");
     for (TriMulLayer l : stack) {
@@ -258,11 +278,21 @@ public final class GpuTriMul implements TriMulBackend {
       }
       long mask = masked ? r.mask.address() : 0L;
       DeviceBuffer result = out == null ? r.x : out;
+      boolean profiled = sink != null && r.profilable();
+      StageTimes measured = StageTimes.ZERO;
+      float[] stageMs = new float[3];
       for (long h : handles) {
         // In place on the resident copy (the kernels allow out == x); into the caller's buffer
         // for the test hook (one layer only).
-        NativeTriMul.forward(h, r.x.address(), mask, result.address(), b, n, r.ws.address(), r.ws.bytes(),
-            r.group, stream.handle());
+        if (profiled) {
+          NativeTriMul.forwardProfiled(h, r.x.address(), mask, result.address(), b, n, r.ws.address(),
+              r.ws.bytes(), stream.handle(), stageMs);
+          measured = measured.plus(StageTimes.ofMillis(stageMs));
+          profiledLayerRuns++;
+        } else {
+          NativeTriMul.forward(h, r.x.address(), mask, result.address(), b, n, r.ws.address(), r.ws.bytes(),
+              r.group, stream.handle());
+        }
         layerRuns++;
       }
       PairTensor y = PairTensor.zeros(b, n, n, d);
@@ -270,6 +300,9 @@ public final class GpuTriMul implements TriMulBackend {
       y.setMask(x.maskCopy());
       forwards++;
       ok = true;
+      if (profiled) {
+        sink.accept(measured);
+      }
       return y;
     } finally {
       if (ok) {
@@ -494,14 +527,15 @@ public final class GpuTriMul implements TriMulBackend {
 
   /** Counters since construction (a snapshot). */
   public synchronized Stats stats() {
-    return new Stats(forwards, layerRuns, uploads, downloads, bytesToDevice, bytesFromDevice, layersCreated,
-        residentAllocations);
+    return new Stats(forwards, layerRuns, profiledLayerRuns, uploads, downloads, bytesToDevice, bytesFromDevice,
+        layersCreated, residentAllocations);
   }
 
   /** What the backend has done: calls, layer launches, transfers, allocations. */
   public static final class Stats {
     private final long forwards;
     private final long layerRuns;
+    private final long profiledLayerRuns;
     private final long uploads;
     private final long downloads;
     private final long bytesToDevice;
@@ -509,10 +543,11 @@ public final class GpuTriMul implements TriMulBackend {
     private final long layersCreated;
     private final long residentAllocations;
 
-    Stats(long forwards, long layerRuns, long uploads, long downloads, long bytesToDevice, long bytesFromDevice,
-          long layersCreated, long residentAllocations) {
+    Stats(long forwards, long layerRuns, long profiledLayerRuns, long uploads, long downloads, long bytesToDevice,
+          long bytesFromDevice, long layersCreated, long residentAllocations) {
       this.forwards = forwards;
       this.layerRuns = layerRuns;
+      this.profiledLayerRuns = profiledLayerRuns;
       this.uploads = uploads;
       this.downloads = downloads;
       this.bytesToDevice = bytesToDevice;
@@ -526,6 +561,9 @@ public final class GpuTriMul implements TriMulBackend {
 
     /** Layer launches (a stack of 3 counts 3). */
     public long layerRuns() { return layerRuns; }
+
+    /** Of those, launches through the profiled forward (stage times measured). */
+    public long profiledLayerRuns() { return profiledLayerRuns; }
 
     /** Host-to-device transfers of a tensor's values or mask (each in several staged chunks). */
     public long uploads() { return uploads; }
@@ -545,9 +583,10 @@ public final class GpuTriMul implements TriMulBackend {
 
     @Override
     public String toString() {
-      return "Stats(forwards=" + forwards + ", layerRuns=" + layerRuns + ", uploads=" + uploads + ", downloads="
-          + downloads + ", bytesToDevice=" + bytesToDevice + ", bytesFromDevice=" + bytesFromDevice
-          + ", layersCreated=" + layersCreated + ", residentAllocations=" + residentAllocations + ")";
+      return "Stats(forwards=" + forwards + ", layerRuns=" + layerRuns + ", profiledLayerRuns=" + profiledLayerRuns
+          + ", uploads=" + uploads + ", downloads=" + downloads + ", bytesToDevice=" + bytesToDevice
+          + ", bytesFromDevice=" + bytesFromDevice + ", layersCreated=" + layersCreated + ", residentAllocations="
+          + residentAllocations + ")";
     }
   }
 
@@ -632,6 +671,7 @@ public final class GpuTriMul implements TriMulBackend {
     final int d;
     /** Channels per group of stages 1-2 (d: one group). */
     final long group;
+    private boolean profileRefusalLogged;
     DeviceBuffer x;
     DeviceBuffer mask;
     DeviceBuffer ws;
@@ -645,6 +685,22 @@ public final class GpuTriMul implements TriMulBackend {
 
     boolean matches(int b2, int n2, int d2) {
       return b == b2 && n == n2 && d == d2;
+    }
+
+    /**
+     * Whether stage times can be measured for this shape: only ungrouped, since the native
+     * profiled forward (foldcp_trimul_forward_profiled) has no channel-group variant and needs the
+     * whole workspace. Says why not once per shape.
+     */
+    boolean profilable() {
+      boolean whole = group == d;
+      if (!whole && !profileRefusalLogged) {
+        profileRefusalLogged = true;
+        LOG.log(System.Logger.Level.INFO, () -> "(B, N, D) = (" + b + ", " + n + ", " + d + ") runs in channel groups"
+            + " of " + group + ", and the native library has no profiled forward in channel groups: its forwards run"
+            + " unprofiled and report no GPU stage times");
+      }
+      return whole;
     }
 
     @Override

@@ -5,9 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
 import java.util.List;
 import java.util.stream.Stream;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.StageTimes;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.Direction;
 import org.foldcp.ops.layer.LayerStack;
@@ -163,6 +165,36 @@ class GpuTriMulTest {
   }
 
   /**
+   * Asked for stage times, the stack runs every layer through the native profiled forward and
+   * reports once: three positive times, together within the forward's own duration (they time
+   * the kernels only), and the output is the plain forward's, bit for bit.
+   */
+  @Test
+  void profiledStackReportsPositiveStageTimesAndTheSameBits() {
+    int n = 256;
+    int d = 128;
+    PairTensor x = GpuTests.input(1, n, d, 61, true);
+    LayerStack stack = new LayerStack(List.of(
+        new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, true), LayerWeights.random(d, 62, true)),
+        new TriMulLayer(TriMulSpec.of(Direction.INCOMING, true), LayerWeights.random(d, 63, false))));
+    PairTensor plain = gpu.forward(x, stack); // also makes the layers and the resident buffers
+    List<StageTimes> reported = new ArrayList<>();
+    GpuTriMul.Stats before = gpu.stats();
+    long t0 = System.nanoTime();
+    PairTensor profiled = gpu.forward(x, stack, false, reported::add);
+    long forwardNanos = System.nanoTime() - t0;
+    GpuTriMul.Stats after = gpu.stats();
+
+    assertEquals(1, reported.size(), "one report per forward, summed over the layers");
+    StageTimes t = reported.get(0);
+    System.out.printf("[gpu] profiled 2-layer stack (1, %d, %d): %s, forward %.3f ms%n", n, d, t, forwardNanos / 1e6);
+    assertTrue(t.stage1Nanos() > 0 && t.stage2Nanos() > 0 && t.stage3Nanos() > 0, t.toString());
+    assertTrue(t.totalNanos() <= forwardNanos, t + " sums to more than the forward's " + forwardNanos + " ns");
+    assertEquals(2, after.profiledLayerRuns() - before.profiledLayerRuns(), "both layers profiled");
+    assertTrue(profiled.sameAs(plain), "the profiled forward gives the plain forward's bits");
+  }
+
+  /**
    * A device-memory budget too small for the whole workspace: stages 1-2 run in channel groups,
    * and the output equals the ungrouped one bit for bit; a budget too small even for groups of
    * 32 fails before any upload, naming the sizes.
@@ -181,6 +213,12 @@ class GpuTriMulTest {
       PairTensor grouped = small.forward(x, layer);
       assertEquals(64, small.channelGroup(), "the largest group that fits the budget");
       assertTrue(grouped.sameAs(whole), "channel groups give the ungrouped result, bit for bit");
+      // No profiled forward in channel groups natively: the plain grouped one runs, reporting nothing.
+      List<StageTimes> reported = new ArrayList<>();
+      PairTensor asked = small.forward(x, new LayerStack(List.of(layer)), false, reported::add);
+      assertTrue(reported.isEmpty(), "no stage times for a grouped shape: " + reported);
+      assertEquals(0, small.stats().profiledLayerRuns());
+      assertTrue(asked.sameAs(whole), "the grouped forward asked for stage times still gives the same bits");
     }
     try (GpuTriMul tiny = new GpuTriMul(0, 2, tensors + 1024)) {
       GpuException e = assertThrows(GpuException.class, () -> tiny.forward(x, layer));

@@ -172,7 +172,8 @@ public final class FoldCpConf implements Serializable {
       "one of essential, moderate, debug", "essential",
       "SQL metrics of the TriMul operator (Spark UI, explain(\"cost\")): essential keeps Spark's numOutputRows and"
           + " opTime (compute plus reshard time); moderate adds tiles computed, tiles on a GPU and the pair and reshard"
-          + " bytes moved; debug adds the time per stage (compute, reshard) and the fused reshard bytes per direction.",
+          + " bytes moved; debug adds the time per stage (compute, reshard), the fused reshard bytes per direction and,"
+          + " on the cp = 1 route's GPU, the kernel time of each TriMul stage (each layer then waits for its kernels).",
       ValueParsers.anyCaseEnum(MetricsLevel.class));
 
   /** Every key, in the order of the README table and of {@link #asMap()}. */

@@ -2,6 +2,7 @@ package org.foldcp.spark.gpu;
 
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.foldcp.ops.StageTimes;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
@@ -52,6 +53,13 @@ public final class BorrowedGpu implements TriMulBackend {
   public PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite) {
     requireLent();
     return backend.forward(x, stack, allowNonFinite);
+  }
+
+  /** The stack, with the backend's GPU stage times to {@code sink} (this view adds nothing to them). */
+  @Override
+  public PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite, StageTimes.Sink sink) {
+    requireLent();
+    return backend.forward(x, stack, allowNonFinite, sink);
   }
 
   /** Gives the permit back (once); the GPU state stays with the executor. */

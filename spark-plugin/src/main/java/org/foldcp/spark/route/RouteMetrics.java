@@ -1,6 +1,7 @@
 package org.foldcp.spark.route;
 
 import java.io.Serializable;
+import org.foldcp.ops.StageTimes;
 
 /**
  * What a route reports while it runs (the operator turns these into SQL metrics in the Spark UI).
@@ -28,6 +29,12 @@ public interface RouteMetrics extends Serializable {
    * epilogue's stores of a and b) and channel -> token (the triangle epilogue's stores of z).
    */
   default void fusedReshardBytes(long toChannels, long toTokens) {}
+
+  /**
+   * GPU kernel time of one forward per TriMul stage, summed over its layers (part of its compute
+   * time). Only routes built at metrics level debug measure it: measuring waits for the kernels.
+   */
+  default void gpuStageTimes(StageTimes times) {}
 
   /** Reports nothing. */
   RouteMetrics NONE = new RouteMetrics() {};

@@ -38,13 +38,12 @@ public final class SingleRankRoute implements TileRoute {
     RowBands bands = this.bands; // the task closure captures the bands, not the route
     int threads = plan.threadsPerTask;
     RoutePlan.Backend where = plan.backend;
-    boolean allowNonFinite = plan.allowNonFinite;
     SharedStack shared = SharedStack.of(tiles.context(), stack);
     // Streamed: one complex computed per pull (bands of the input gathered first, the output cut
     // into bands again when it is larger than one binary value).
     return tiles.mapPartitions(in -> {
       Iterator<TileRecord> whole = new StreamedForward(RowBands.gather(in), () -> TaskBackends.open(where, threads),
-          shared::get, allowNonFinite, metrics);
+          shared::get, plan, metrics);
       return cutIntoBands(whole, bands);
     });
   }

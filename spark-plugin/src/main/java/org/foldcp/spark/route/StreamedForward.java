@@ -6,9 +6,11 @@ import java.util.function.Supplier;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
 import org.foldcp.ops.NonFiniteInputException;
+import org.foldcp.ops.StageTimes;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.config.FoldCpConf.MetricsLevel;
 import org.foldcp.spark.gpu.BorrowedGpu;
 import org.foldcp.spark.tiles.PairTiles;
 import org.foldcp.spark.tiles.TileRecord;
@@ -23,27 +25,46 @@ import org.foldcp.spark.tiles.TileRecord;
  * task that fails or is killed part-way never reaches that point: the task-completion listener
  * registered at the open closes the backend then. Closing is idempotent, so the listener after
  * a normal end does nothing.
+ *
+ * <p>At metrics level debug each forward also reports the GPU time of each TriMul stage
+ * ({@link RouteMetrics#gpuStageTimes}); below it the plain forward runs, without the wait for the
+ * kernels that measuring costs. Which forward runs is fixed when this object is built.
  */
 public final class StreamedForward implements Iterator<TileRecord> {
   private final Iterator<TileRecord> in;
   private final Supplier<TriMulBackend> opener;
   private final Supplier<LayerStack> stack;
-  private final boolean allowNonFinite;
+  private final Forward forward;
   private final RouteMetrics metrics;
   private TriMulBackend backend; // null until the first complex, and again once closed
   private boolean closed;
 
+  /** One complex through the stack on the task's backend. */
+  @FunctionalInterface
+  private interface Forward {
+    PairTensor apply(TriMulBackend backend, PairTensor x, LayerStack stack);
+  }
+
   /**
    * @param opener opens the task's backend (called at most once, on the task's thread)
    * @param stack the layers, fetched at the first complex (a broadcast value on an executor)
+   * @param plan whether NaN and Inf may go through, and the metrics level (debug: GPU stage times)
    */
   public StreamedForward(Iterator<TileRecord> in, Supplier<TriMulBackend> opener, Supplier<LayerStack> stack,
-                         boolean allowNonFinite, RouteMetrics metrics) {
+                         RoutePlan plan, RouteMetrics metrics) {
     this.in = in;
     this.opener = opener;
     this.stack = stack;
-    this.allowNonFinite = allowNonFinite;
     this.metrics = metrics;
+    this.forward = forwardFor(plan.allowNonFinite, plan.metricsLevel, metrics);
+  }
+
+  private static Forward forwardFor(boolean allowNonFinite, MetricsLevel level, RouteMetrics metrics) {
+    if (level.keeps(MetricsLevel.DEBUG)) {
+      StageTimes.Sink sink = metrics::gpuStageTimes;
+      return (backend, x, stack) -> backend.forward(x, stack, allowNonFinite, sink);
+    }
+    return (backend, x, stack) -> backend.forward(x, stack, allowNonFinite);
   }
 
   @Override
@@ -68,7 +89,7 @@ public final class StreamedForward implements Iterator<TileRecord> {
     PairTensor y;
     try {
       // The backend checks for NaN and Inf (on the GPU, within its upload's copy loop).
-      y = b.forward(r.tile, stack.get(), allowNonFinite);
+      y = forward.apply(b, r.tile, stack.get());
     } catch (NonFiniteInputException e) {
       throw NonFiniteInput.about(e, r);
     }

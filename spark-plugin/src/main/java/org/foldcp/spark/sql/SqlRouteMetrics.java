@@ -6,6 +6,7 @@ import java.util.Map;
 import org.apache.spark.SparkContext;
 import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.apache.spark.sql.execution.metric.SQLMetrics;
+import org.foldcp.ops.StageTimes;
 import org.foldcp.spark.config.FoldCpConf.MetricsLevel;
 import org.foldcp.spark.route.RouteMetrics;
 
@@ -16,16 +17,18 @@ import org.foldcp.spark.route.RouteMetrics;
  *
  * <p>Names and levels follow Spark and spark-rapids: {@value #NUM_OUTPUT_ROWS} and
  * {@value #OP_TIME} (the operator's own time: compute plus reshard, not its child's) are
- * essential; the work counts and bytes moved are moderate; the per-stage split of opTime and
- * the fused reshard bytes per direction are debug. Metrics above the plan's level are not
- * created at all, so they cost nothing and do not show.
+ * essential; the work counts and bytes moved are moderate; the per-stage split of opTime, the
+ * GPU kernel time per TriMul stage (cp = 1 route) and the fused reshard bytes per direction are
+ * debug. Metrics above the plan's level are not created at all, so they cost nothing and do not
+ * show; the GPU stage times also cost a wait for the kernels after each layer, which is why the
+ * route measures them at debug level only.
  *
  * <p>Times are nanosecond timing metrics rather than millisecond ones: one small tile computes
  * in well under a millisecond, and summing per-tile times truncated to whole milliseconds would
  * report zero; the UI still shows them as durations.
  */
 final class SqlRouteMetrics implements RouteMetrics {
-  private static final long serialVersionUID = 2L;
+  private static final long serialVersionUID = 3L;
 
   static final String NUM_OUTPUT_ROWS = "numOutputRows";
   static final String OP_TIME = "opTime";
@@ -36,6 +39,9 @@ final class SqlRouteMetrics implements RouteMetrics {
   static final String RESHARD_BYTES = "reshardBytes";
   static final String COMPUTE_TIME = "computeTime";
   static final String RESHARD_TIME = "reshardTime";
+  static final String GPU_STAGE1_TIME = "gpuStage1Time";
+  static final String GPU_STAGE2_TIME = "gpuStage2Time";
+  static final String GPU_STAGE3_TIME = "gpuStage3Time";
   static final String RESHARD_TO_CHANNELS_BYTES = "reshardToChannelsBytes";
   static final String RESHARD_TO_TOKENS_BYTES = "reshardToTokensBytes";
 
@@ -50,6 +56,9 @@ final class SqlRouteMetrics implements RouteMetrics {
   private final SQLMetric reshardBytes;
   private final SQLMetric computeTime;
   private final SQLMetric reshardTime;
+  private final SQLMetric gpuStage1Time;
+  private final SQLMetric gpuStage2Time;
+  private final SQLMetric gpuStage3Time;
   private final SQLMetric reshardToChannels;
   private final SQLMetric reshardToTokens;
 
@@ -64,6 +73,9 @@ final class SqlRouteMetrics implements RouteMetrics {
     reshardBytes = k.bytes(MetricsLevel.MODERATE, RESHARD_BYTES, "bytes resharded between ranks");
     computeTime = k.nanos(MetricsLevel.DEBUG, COMPUTE_TIME, "TriMul compute time");
     reshardTime = k.nanos(MetricsLevel.DEBUG, RESHARD_TIME, "reshard time");
+    gpuStage1Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE1_TIME, "GPU stage 1 time (LN_in, projections, gates)");
+    gpuStage2Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE2_TIME, "GPU stage 2 time (triangle GEMM)");
+    gpuStage3Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE3_TIME, "GPU stage 3 time (LN_out, output projection)");
     reshardToChannels = k.bytes(MetricsLevel.DEBUG, RESHARD_TO_CHANNELS_BYTES, "fused reshard bytes token->channel");
     reshardToTokens = k.bytes(MetricsLevel.DEBUG, RESHARD_TO_TOKENS_BYTES, "fused reshard bytes channel->token");
     byName = Collections.unmodifiableMap(k.metrics);
@@ -165,5 +177,12 @@ final class SqlRouteMetrics implements RouteMetrics {
   @Override
   public void gpuTiles(long count) {
     add(gpuTiles, count);
+  }
+
+  @Override
+  public void gpuStageTimes(StageTimes times) {
+    add(gpuStage1Time, times.stage1Nanos());
+    add(gpuStage2Time, times.stage2Nanos());
+    add(gpuStage3Time, times.stage3Nanos());
   }
 }

@@ -4,7 +4,9 @@ import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.IntFunction;
+import org.foldcp.ops.StageTimes;
 import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.tensor.PairTensor;
 
@@ -32,10 +34,18 @@ public final class FakeGpus implements IntFunction<TriMulBackend> {
     return made;
   }
 
-  /** A backend that returns its input and counts forwards and closes. */
+  /**
+   * A backend that returns its input and counts forwards (layers, and stack calls plain or with
+   * stage times) and closes; asked for stage times, it reports {@link #STAGE_TIMES_PER_LAYER} per layer.
+   */
   public static final class Backend implements TriMulBackend {
+    /** The stage times a fake GPU "measures" for each layer: distinct, so that a swap of stages shows. */
+    public static final StageTimes STAGE_TIMES_PER_LAYER = new StageTimes(1_000, 20_000, 300_000);
+
     private final int deviceOrdinal;
     private final AtomicInteger forwards = new AtomicInteger();
+    private final AtomicInteger plainStackForwards = new AtomicInteger();
+    private final AtomicInteger timedStackForwards = new AtomicInteger();
     private final AtomicInteger closes = new AtomicInteger();
 
     Backend(int deviceOrdinal) {
@@ -48,6 +58,12 @@ public final class FakeGpus implements IntFunction<TriMulBackend> {
 
     public int closes() { return closes.get(); }
 
+    /** Stack forwards without stage times. */
+    public int plainStackForwards() { return plainStackForwards.get(); }
+
+    /** Stack forwards that reported stage times. */
+    public int timedStackForwards() { return timedStackForwards.get(); }
+
     @Override
     public String name() { return "gpu"; }
 
@@ -55,6 +71,24 @@ public final class FakeGpus implements IntFunction<TriMulBackend> {
     public PairTensor forward(PairTensor x, TriMulLayer layer, boolean allowNonFinite) {
       forwards.incrementAndGet();
       return x;
+    }
+
+    @Override
+    public PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite) {
+      plainStackForwards.incrementAndGet();
+      return TriMulBackend.super.forward(x, stack, allowNonFinite);
+    }
+
+    @Override
+    public PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite, StageTimes.Sink sink) {
+      timedStackForwards.incrementAndGet();
+      PairTensor y = TriMulBackend.super.forward(x, stack, allowNonFinite);
+      StageTimes sum = StageTimes.ZERO;
+      for (int l = 0; l < stack.layers().size(); l++) {
+        sum = sum.plus(STAGE_TIMES_PER_LAYER);
+      }
+      sink.accept(sum);
+      return y;
     }
 
     @Override

@@ -22,6 +22,7 @@ import org.junit.jupiter.api.Test;
 /** The single route's tasks stream their output and always close their backend. */
 class StreamedForwardTest {
   private static final LayerStack STACK = LayerStack.randomAlternating(1, 8, 3, true);
+  private static final RoutePlan PLAN = RoutePlan.single(1, "streamed forward test");
   // Backends of the Spark job below, which runs in this JVM (local mode): what they did.
   private static final AtomicInteger OPENED = new AtomicInteger();
   private static final AtomicInteger CLOSED = new AtomicInteger();
@@ -73,7 +74,7 @@ class StreamedForwardTest {
   @Test
   void outputsComeOneAtATimeAndTheBackendClosesWhenTheInputEnds() {
     Counting backend = new Counting(0);
-    Iterator<TileRecord> out = new StreamedForward(complexes(3).iterator(), () -> backend, () -> STACK, false,
+    Iterator<TileRecord> out = new StreamedForward(complexes(3).iterator(), () -> backend, () -> STACK, PLAN,
         RouteMetrics.NONE);
     assertEquals(0, backend.forwards.get(), "nothing computes before the consumer asks");
     assertEquals("c0", out.next().complexId);
@@ -91,7 +92,7 @@ class StreamedForwardTest {
   void anEmptyPartitionOpensNoBackend() {
     Iterator<TileRecord> out = new StreamedForward(Collections.emptyIterator(), () -> {
       throw new AssertionError("opened a backend for no complexes");
-    }, () -> STACK, false, RouteMetrics.NONE);
+    }, () -> STACK, PLAN, RouteMetrics.NONE);
     assertFalse(out.hasNext());
   }
 
@@ -108,7 +109,7 @@ class StreamedForwardTest {
           .mapPartitions(it -> new StreamedForward(it, () -> {
             OPENED.incrementAndGet();
             return new Counting(2, CLOSED::incrementAndGet);
-          }, () -> STACK, false, RouteMetrics.NONE))
+          }, () -> STACK, PLAN, RouteMetrics.NONE))
           .map(t -> t.complexId)
           .collect());
       assertTrue(String.valueOf(e.getMessage()).contains("forward 2 fails on purpose"), String.valueOf(e.getMessage()));
