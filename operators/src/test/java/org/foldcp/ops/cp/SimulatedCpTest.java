@@ -25,7 +25,10 @@ class SimulatedCpTest {
   static Stream<Arguments> grids() {
     return Stream.of(
         Arguments.of(CpGrid.oneD(2)), Arguments.of(CpGrid.oneD(3)), Arguments.of(CpGrid.oneD(4)),
-        Arguments.of(CpGrid.of(2, 2)), Arguments.of(CpGrid.of(1, 4)), Arguments.of(CpGrid.of(2, 3)));
+        Arguments.of(CpGrid.of(2, 2)), Arguments.of(CpGrid.of(1, 4)), Arguments.of(CpGrid.of(2, 3)),
+        // cp = 6 and 8, the grids of issue 15's GPU runs: the same reshards with more ranks
+        Arguments.of(CpGrid.oneD(6)), Arguments.of(CpGrid.of(3, 2)), Arguments.of(CpGrid.oneD(8)),
+        Arguments.of(CpGrid.of(2, 4)), Arguments.of(CpGrid.of(4, 2)));
   }
 
   /**
