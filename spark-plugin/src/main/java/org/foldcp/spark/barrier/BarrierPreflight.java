@@ -32,10 +32,25 @@ public final class BarrierPreflight {
   public static void check(SparkContext sc, RoutePlan plan, LayerStack stack) {
     checkPlan(plan, stack);
     checkDynamicAllocation(sc.getConf(), plan);
+    if (plan.transport == RoutePlan.Transport.TCP && sc.getConf().getBoolean(SparkKeys.NETWORK_CRYPTO, false)) {
+      // RouteChooser already refuses such a plan; this holds for one built by hand as well.
+      throw unencryptedTeam("barrier");
+    }
     if (plan.transport == RoutePlan.Transport.NVSHMEM) {
       checkOneRankPerExecutor(sc.getConf(), sc.isLocal(), sc.master(), plan);
     }
     checkSlots(sc, plan);
+  }
+
+  /**
+   * Why a TCP team may not run where Spark encrypts the traffic between executors: its frames are
+   * authenticated (TeamKey) but not encrypted. {@code route}: the spark.foldcp.route value asked for.
+   */
+  public static InvalidInputException unencryptedTeam(String route) {
+    return InvalidInputException.of(FoldCpConf.ROUTE.name(), "'" + route + "'", "its CPU ranks exchange the reshards"
+        + " over their own TCP connections, which are authenticated but not encrypted, and " + SparkKeys.NETWORK_CRYPTO
+        + " = true asks for encrypted traffic between executors; use route shuffle (or auto), whose reshards travel"
+        + " through Spark's encrypted transport");
   }
 
   static void checkPlan(RoutePlan plan, LayerStack stack) {

@@ -7,6 +7,7 @@ import java.util.function.Supplier;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.NativeCp;
+import org.foldcp.spark.barrier.BarrierPreflight;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.config.SparkKeys;
 import org.foldcp.spark.gpu.BackendChoice;
@@ -243,10 +244,7 @@ public final class RouteChooser {
       return plan(Kind.SHUFFLE, grid, threads, conf, reason + "; but " + NETWORK_CRYPTO + " = true and the TCP team's"
           + " frames are not encrypted, so the reshards go through Spark shuffles, which Spark encrypts");
     }
-    throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'" + conf.route().label() + "'", "its CPU ranks exchange"
-        + " the reshards over their own TCP connections, which are authenticated but not encrypted, and "
-        + NETWORK_CRYPTO + " = true asks for encrypted traffic between executors; use route shuffle (or auto), whose"
-        + " reshards travel through Spark's encrypted transport");
+    throw BarrierPreflight.unencryptedTeam(conf.route().label());
   }
 
   /**

@@ -48,6 +48,22 @@ class BarrierPreflightTest {
   }
 
   @Test
+  void aTcpTeamIsRefusedWhereSparkEncryptsExecutorTrafficEvenForAPlanBuiltByHand() {
+    assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
+      SparkSession spark = SparkSessions.local("local[2]", "spark.authenticate", "true",
+          "spark.network.crypto.enabled", "true");
+      try {
+        InvalidInputException e = assertThrows(InvalidInputException.class, () -> runOn(spark, CpGrid.oneD(2)));
+        assertTrue(e.getMessage().startsWith("spark.foldcp.route = 'barrier': its CPU ranks exchange the reshards over"
+            + " their own TCP connections, which are authenticated but not encrypted, and spark.network.crypto.enabled"
+            + " = true asks for encrypted traffic between executors; use route shuffle (or auto)"), e.getMessage());
+      } finally {
+        SparkSessions.stop(spark);
+      }
+    });
+  }
+
+  @Test
   void taskCpusCountAgainstTheSlots() {
     assertTimeoutPreemptively(Duration.ofSeconds(60), () -> {
       SparkSession spark = SparkSessions.local("local[4]", "spark.task.cpus", "2");
