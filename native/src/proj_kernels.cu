@@ -296,7 +296,7 @@ __global__ void __launch_bounds__(THREADS, ProjOutCfg<D>::MIN_BLOCKS)
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         const int c = 4 * u + 2 * q + e;
-        v[2 * u + e] = valid ? __uint_as_float((uint32_t)__ldcs(zp + c * cs) << 16) : 0.f;
+        v[2 * u + e] = valid ? bf16_lo(__ldcs(zp + c * cs)) : 0.f;
       }
     }
     float s = 0.f;

@@ -126,8 +126,6 @@ __device__ __forceinline__ void fence_regs(float (&d)[N]) {
 #pragma unroll
   for (int k = 0; k < N; ++k) asm volatile("" : "+f"(d[k])::"memory");
 }
-__device__ __forceinline__ float bf16lo(uint32_t v) { return __uint_as_float(v << 16); }
-__device__ __forceinline__ float bf16hi(uint32_t v) { return __uint_as_float(v & 0xffff0000u); }
 
 // K-major operand with 128B swizzle (TMA's and wgmma's layout): rows of 128 B (64 bf16), 8-row
 // groups of 1024 B; the 16-byte chunk c of row r sits at chunk position c ^ (r % 8).
@@ -153,8 +151,8 @@ __device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], ui
   float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
-    s0 += (bf16lo(af[s][0]) + bf16hi(af[s][0])) + (bf16lo(af[s][2]) + bf16hi(af[s][2]));
-    s1 += (bf16lo(af[s][1]) + bf16hi(af[s][1])) + (bf16lo(af[s][3]) + bf16hi(af[s][3]));
+    s0 += (bf16_lo(af[s][0]) + bf16_hi(af[s][0])) + (bf16_lo(af[s][2]) + bf16_hi(af[s][2]));
+    s1 += (bf16_lo(af[s][1]) + bf16_hi(af[s][1])) + (bf16_lo(af[s][3]) + bf16_hi(af[s][3]));
   }
   s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
   s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
@@ -165,14 +163,14 @@ __device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], ui
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
     float d;
-    d = bf16lo(af[s][0]) - m0; q0 += d * d;
-    d = bf16hi(af[s][0]) - m0; q0 += d * d;
-    d = bf16lo(af[s][2]) - m0; q0 += d * d;
-    d = bf16hi(af[s][2]) - m0; q0 += d * d;
-    d = bf16lo(af[s][1]) - m1; q1 += d * d;
-    d = bf16hi(af[s][1]) - m1; q1 += d * d;
-    d = bf16lo(af[s][3]) - m1; q1 += d * d;
-    d = bf16hi(af[s][3]) - m1; q1 += d * d;
+    d = bf16_lo(af[s][0]) - m0; q0 += d * d;
+    d = bf16_hi(af[s][0]) - m0; q0 += d * d;
+    d = bf16_lo(af[s][2]) - m0; q0 += d * d;
+    d = bf16_hi(af[s][2]) - m0; q0 += d * d;
+    d = bf16_lo(af[s][1]) - m1; q1 += d * d;
+    d = bf16_hi(af[s][1]) - m1; q1 += d * d;
+    d = bf16_lo(af[s][3]) - m1; q1 += d * d;
+    d = bf16_hi(af[s][3]) - m1; q1 += d * d;
   }
   q0 += __shfl_xor_sync(0xffffffffu, q0, 1);
   q1 += __shfl_xor_sync(0xffffffffu, q1, 1);
@@ -186,10 +184,10 @@ __device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], ui
     const float2 w0 = *reinterpret_cast<const float2*>(gw + c), b0 = *reinterpret_cast<const float2*>(gb + c);
     const float2 w1 = *reinterpret_cast<const float2*>(gw + c + 8), b1 = *reinterpret_cast<const float2*>(gb + c + 8);
     const uint32_t a0 = af[s][0], a1 = af[s][1], a2 = af[s][2], a3 = af[s][3];
-    af[s][0] = pack_bf16x2((bf16lo(a0) - m0) * r0 * w0.x + b0.x, (bf16hi(a0) - m0) * r0 * w0.y + b0.y);
-    af[s][1] = pack_bf16x2((bf16lo(a1) - m1) * r1 * w0.x + b0.x, (bf16hi(a1) - m1) * r1 * w0.y + b0.y);
-    af[s][2] = pack_bf16x2((bf16lo(a2) - m0) * r0 * w1.x + b1.x, (bf16hi(a2) - m0) * r0 * w1.y + b1.y);
-    af[s][3] = pack_bf16x2((bf16lo(a3) - m1) * r1 * w1.x + b1.x, (bf16hi(a3) - m1) * r1 * w1.y + b1.y);
+    af[s][0] = pack_bf16x2((bf16_lo(a0) - m0) * r0 * w0.x + b0.x, (bf16_hi(a0) - m0) * r0 * w0.y + b0.y);
+    af[s][1] = pack_bf16x2((bf16_lo(a1) - m1) * r1 * w0.x + b0.x, (bf16_hi(a1) - m1) * r1 * w0.y + b0.y);
+    af[s][2] = pack_bf16x2((bf16_lo(a2) - m0) * r0 * w1.x + b1.x, (bf16_hi(a2) - m0) * r0 * w1.y + b1.y);
+    af[s][3] = pack_bf16x2((bf16_lo(a3) - m1) * r1 * w1.x + b1.x, (bf16_hi(a3) - m1) * r1 * w1.y + b1.y);
   }
 }
 
@@ -802,8 +800,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
             float v0 = gate_half(accg[4 * jj + 2 * h], bg.x, accp[4 * jj + 2 * h], bp.x);
             float v1 = gate_half(accg[4 * jj + 2 * h + 1], bg.y, accp[4 * jj + 2 * h + 1], bp.y);
             if (residual) {
-              v0 += bf16lo(xres[jj][h]);
-              v1 += bf16hi(xres[jj][h]);
+              v0 += bf16_lo(xres[jj][h]);
+              v1 += bf16_hi(xres[jj][h]);
             }
             if (tok < jvalid) *reinterpret_cast<uint32_t*>(out + (tok0 + tok) * D + c) = pack_bf16x2(v0, v1);
           }
