@@ -40,6 +40,13 @@ __device__ __forceinline__ void stsm_x4_t(uint32_t addr, const uint32_t (&r)[4])
                "r"(r[1]), "r"(r[2]), "r"(r[3])
                : "memory");
 }
+// As stsm_x4_t without the transpose: row r of matrix k lands at the 16-byte row whose address
+// lane 8 k + r gives.
+__device__ __forceinline__ void stsm_x4(uint32_t addr, const uint32_t (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
 __device__ __forceinline__ void ldsm_x4_t(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])

@@ -8,14 +8,16 @@
 //   incoming (direction 1): Z_c = A_c^T B_c, A_c[k][i] = a[c][k][i], B_c[k][j] = b[c][k][j]
 //                           both operands M/N-major: wgmma reads them transposed (tnspA/tnspB)
 //
-// CTA: 384 threads = 3 warpgroups, 1 CTA per SM (192 KiB of pipeline buffers), persistent.
+// CTA: 384 threads = 3 warpgroups, 1 CTA per SM (192 KiB of pipeline buffers + 16 KiB of
+// epilogue staging), persistent.
 //   warpgroup 0: producer. One thread issues the TMA loads of every k-block of every tile this
 //                CTA owns, STAGES k-blocks ahead of the consumers. Its warpgroup gives registers
 //                back (setmaxnreg.dec to 40) so that the consumers can have 232.
 //   warpgroups 1, 2: consumers. Tile 128 x 256, each consumer owns 64 rows x 256 columns: one
 //                wgmma m64n256k16 per 16 of K, 128 fp32 accumulators per thread. After the last
-//                k-block of a tile they store z straight from registers (as the mma.sync oracle does)
-//                while the producer already loads the next tile's first k-blocks.
+//                k-block of a tile each warp stages its 16 x 256 block of z through 2 KiB of shared
+//                memory (stmatrix) and stores whole 128-byte rows, while the producer already
+//                loads the next tile's first k-blocks.
 // Pipeline: STAGES = 4 slots of (A 128 x 64, B 256 x 64) bf16 = 48 KiB. Per slot s two mbarriers:
 //   full[s]  (count 1): the producer's arrive.expect_tx(48 KiB) + the TMA's complete_tx bytes.
 //   empty[s] (count 8): one arrive per consumer warp once its wgmmas reading slot s are complete.
@@ -41,7 +43,11 @@ constexpr int THREADS = 128 * (1 + CONSUMERS);  // 384
 constexpr int A_BYTES = BM * BK * 2;            // 16 KiB
 constexpr int B_BYTES = BN * BK * 2;            // 32 KiB
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;  // 48 KiB: the expect_tx count of one k-block
-constexpr int SMEM = STAGES * STAGE_BYTES + 1024;  // + slack to align the buffers to 1024 B
+// Epilogue staging: per consumer warp 16 rows x 64 columns of bf16 z (2 KiB), one column quarter
+// of its 16 x 256 accumulator block at a time.
+constexpr int OUT_WARP_BYTES = 16 * 64 * 2;
+constexpr int OUT_BYTES = CONSUMERS * 4 * OUT_WARP_BYTES;                  // 16 KiB
+constexpr int SMEM = STAGES * STAGE_BYTES + OUT_BYTES + 1024;  // + slack to align the buffers to 1024 B
 constexpr int GROUP_M = 8;
 // 128 * 40 + 256 * 232 = 64512 <= 65536 registers of the SM (one CTA per SM).
 constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
@@ -208,60 +214,66 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
     wgmma_wait<0>();
     if (lane == 0) mbar_arrive(empty0 + 8 * prev);
 
-    // ---- epilogue: z from registers, rounded to bf16, each token to the rank that owns it (ZTarget) ----
-    // Thread rows: m0 + 64 cw + 16 warp + lane / 4 (+ 8); columns n0 + 8 j + 2 (lane % 4) (+ 1).
-    // A column pair never straddles two destinations (tile_cols is even, a multiple of 8 under CP).
     const int zb = xy.plane / zt.dloc, zcl = xy.plane - zb * zt.dloc;  // batch, local channel
-    const int g = lane >> 2, t4 = lane & 3;
-    const int n0 = xy.n0;
-    if (n0 < N) {
-      const int c_last = min(n0 + BN, N) - 1;
-      const int cg0 = n0 / zt.tile_cols;
-      const bool one_cg = (c_last / zt.tile_cols) == cg0;  // always true with one destination
-      const bool full_cols = n0 + BN <= N;
+    // ---- epilogue: z rounded to bf16, through this warp's 2 KiB of shared memory, so that the
+    // global stores are whole 128-byte rows (16 bytes per lane) instead of 4-byte pieces
+    // scattered over 8 rows per instruction. Per column quarter q (64 columns): 4 stmatrix x4
+    // write the warp's 16 x 64 block (row r at r * 128 B, 16-byte chunk c at position c ^ (r % 8):
+    // the 8 rows of one matrix hit 8 different bank groups), then each lane stores 4 chunks.
+    const int rbase = xy.m0 + 64 * cw + 16 * warp;  // this warp's 16 rows
+    if (xy.n0 < N && rbase < N) {                   // warp-uniform
+      const uint32_t stg = sbase + STAGES * STAGE_BYTES + (uint32_t)((4 * cw + warp) * OUT_WARP_BYTES);
+      const int mi = lane >> 3, rr = lane & 7;          // stmatrix: lane addresses row rr of matrix mi
+      const uint32_t st_row = stg + (uint32_t)((rr + 8 * (mi & 1)) * 128);
+      const bool one_dest = zt.grid_cols == 1 && zt.tile_rows >= N;
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = xy.m0 + 64 * cw + 16 * warp + g + 8 * h;
-        if (row >= N) continue;
-        const int rg = row / zt.tile_rows;
-        const int rl = row - rg * zt.tile_rows;
-        if (one_cg) {
-          const int o = rg * zt.grid_cols + cg0;
-          bf16_raw* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
-                         (int64_t)rl * zt.ld[o] + (n0 - cg0 * zt.tile_cols) + 2 * t4;
-          if (full_cols) {
+      for (int q = 0; q < 4; ++q) {
 #pragma unroll
-            for (int j = 0; j < 32; ++j)
-              *reinterpret_cast<uint32_t*>(zr + 8 * j) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-          } else {
+        for (int jp = 0; jp < 4; ++jp) {
+          // matrices: (rows 0-7, column block j), (rows 8-15, j), (0-7, j + 1), (8-15, j + 1)
+          const int j = 8 * q + 2 * jp;
+          const uint32_t r[4] = {pack_bf16x2(acc[4 * j], acc[4 * j + 1]), pack_bf16x2(acc[4 * j + 2], acc[4 * j + 3]),
+                                 pack_bf16x2(acc[4 * j + 4], acc[4 * j + 5]),
+                                 pack_bf16x2(acc[4 * j + 6], acc[4 * j + 7])};
+          const int c = 2 * jp + (mi >> 1);
+          stsm_x4(st_row + (uint32_t)((c ^ rr) << 4), r);
+        }
+        __syncwarp();
 #pragma unroll
-            for (int j = 0; j < 32; ++j) {
-              const int col = n0 + 8 * j + 2 * t4;
-              if (col + 1 < N) {
-                *reinterpret_cast<uint32_t*>(zr + 8 * j) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-              } else if (col < N) {
-                zr[8 * j] = bf16_bits(acc[4 * j + 2 * h]);
-              }
+        for (int it = 0; it < 4; ++it) {
+          const int r = (lane >> 3) + 4 * it, c = lane & 7;
+          uint4 v;
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                       : "r"(stg + (uint32_t)(r * 128 + ((c ^ (r & 7)) << 4)))
+                       : "memory");
+          const int row = rbase + r, col = xy.n0 + 64 * q + 8 * c;
+          if (row < N && col < N) {
+            int o = 0, rl = row, cl = col;
+            if (!one_dest) {
+              // CP grid: the owner of (row, col). tile_cols is a multiple of 8, so the 8 columns of
+              // a chunk have one owner.
+              const int rg = row / zt.tile_rows, cg = col / zt.tile_cols;
+              o = rg * zt.grid_cols + cg;
+              rl = row - rg * zt.tile_rows;
+              cl = col - cg * zt.tile_cols;
             }
-          }
-        } else {
-          // Columns of this tile go to more than one destination (CP grid): per pair, as the mma.sync oracle.
+            bf16_raw* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
+                           (int64_t)rl * zt.ld[o] + cl;
+            if (col + 8 <= N) {
+              *reinterpret_cast<uint4*>(zr) = v;
+            } else {
 #pragma unroll
-          for (int j = 0; j < 32; ++j) {
-            const int col = n0 + 8 * j + 2 * t4;
-            if (col < N) {
-              const int cg = col / zt.tile_cols;
-              const int o = rg * zt.grid_cols + cg;
-              bf16_raw* zr = zt.z[o] + ((int64_t)zb * zt.chans[o] + zt.chan0[o] + zcl) * zt.plane[o] +
-                             (int64_t)rl * zt.ld[o] + (col - cg * zt.tile_cols);
-              if (col + 1 < N) {
-                *reinterpret_cast<uint32_t*>(zr) = pack_bf16x2(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
-              } else {
-                zr[0] = bf16_bits(acc[4 * j + 2 * h]);
+              for (int e = 0; e < 7; ++e) {  // at most 7 columns are left (col + 8 > N)
+                if (e < N - col) {
+                  const uint32_t w = e < 2 ? v.x : e < 4 ? v.y : e < 6 ? v.z : v.w;
+                  zr[e] = (bf16_raw)(w >> (16 * (e & 1)));
+                }
               }
             }
           }
         }
+        __syncwarp();  // all lanes read the quarter before the next one overwrites it
       }
     }
   }
@@ -312,6 +324,13 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
       (sab * 2) % 16 != 0 || (reinterpret_cast<uintptr_t>(a_ws) & 15) != 0 ||
       (reinterpret_cast<uintptr_t>(b_ws) & 15) != 0 || t.n_store > np || t.tile_rows <= 0 || t.tile_cols <= 0)
     return cudaErrorInvalidValue;
+  // The epilogue stores 8 columns (16 bytes) at a time: every destination row must start 16-byte
+  // aligned, and a CP tile's columns must come in whole 8-column chunks.
+  const int dests = t.grid_cols * ((t.n_store + t.tile_rows - 1) / t.tile_rows);
+  if (dests > kMaxRanks || (dests > 1 && t.tile_cols % 8 != 0)) return cudaErrorInvalidValue;
+  for (int o = 0; o < dests; ++o)
+    if ((reinterpret_cast<uintptr_t>(t.z[o]) & 15) != 0 || t.ld[o] % 8 != 0 || t.plane[o] % 8 != 0)
+      return cudaErrorInvalidValue;
   const int tilesM = (int)(np / BM);
   const int tilesN = (int)((np + BN - 1) / BN);
   const int64_t total = planes * tilesM * tilesN;

@@ -448,12 +448,35 @@ int main(int argc, char** argv) {
       {"tiny", 1, 8, 256, 1, 0},        // one tile row of 2 tiles per plane, one tile per CTA
       {"odd-np", 2, 3, 384, 1, 1},      // Np = 3 x 128: half-empty last N tile; 1 CTA runs all 36 tiles
       {"ragged", 1, 4, 1000, 1, 5},     // N < Np: column/row bounds; 5 CTAs, many tiles each
-      {"cp-grid", 2, 4, 300, 2, 0},     // 2 x 2 destinations (tile side 152): the per-pair path
+      {"ragged-odd", 1, 3, 777, 1, 3},  // N % 8 = 1: the last 16-byte chunk of each row holds one column
+      {"cp-grid", 2, 4, 300, 2, 0},     // 2 x 2 destinations (tile side 152): owner per 8-column chunk
       {"mid", 1, 32, 1024, 1, 0},       // 1024 tiles on the SMs, phases wrap many times
       {"n1", 1, 2, 1, 1, 0},            // one token: Np = 128 < the 256-row B box (TMA zero fill)
       {"big", 1, 128, 2048, 1, 0},      // the timing shape
   };
   if (cases) {
+    // The epilogue's 16-byte stores need 16-byte aligned destination rows: a target whose rows are
+    // not is refused at launch, before anything runs.
+    {
+      foldcp::DevLayer L{};
+      L.dim = 1;
+      uint16_t* ab = nullptr;
+      CUDA_OK(cudaMalloc(&ab, (size_t)2 * 128 * 128 * 2));
+      foldcp::ZTarget zt{};
+      zt.z[0] = ab;
+      zt.ld[0] = 129;  // rows 258 bytes apart
+      zt.plane[0] = 128 * 129;
+      zt.chans[0] = 1;
+      zt.tile_rows = zt.tile_cols = 128;
+      zt.grid_cols = 1;
+      zt.dloc = 1;
+      zt.n_store = 100;
+      const cudaError_t e = foldcp::launch_tri_gemm_wgmma_to(L, ab, ab + 128 * 128, 128, 128 * 128, zt, 1, s);
+      verdict(e == cudaErrorInvalidValue,
+              std::string("a z target with rows 258 bytes apart is refused at launch: ") + cudaGetErrorName(e));
+      CUDA_OK(cudaGetLastError());
+      CUDA_OK(cudaFree(ab));
+    }
     for (int dir = dir_lo; dir <= dir_hi; ++dir)
       for (const Case& c : all) {
         if (quick && c.N > 1024) continue;
@@ -464,6 +487,7 @@ int main(int argc, char** argv) {
     for (int dir = dir_lo; dir <= dir_hi; ++dir) {
       bench(1, 128, 2048, dir, s);
       bench(1, 32, 4096, dir, s);
+      bench(1, 256, 4096, dir, s);  // stage 2 of the (1, 4096, 256) layer
     }
   }
   CUDA_OK(cudaStreamDestroy(s));
