@@ -341,6 +341,10 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     return smem_u32(my_outs) + (uint32_t)(r * 128 + ((q ^ (r & 7)) << 4));
   }();
 
+  // Every channel of this launch goes to rank 0 (see the stores).
+  const bool one_owner = tgt.dloc >= (je - jb) * 32;
+  const int64_t plane16 = 16 * tgt.plane[0], plane32 = 32 * tgt.plane[0];
+
   float acc[64];
 #pragma unroll
   for (int k = 0; k < 64; ++k) acc[k] = 0.f;
@@ -368,14 +372,29 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     // 16-byte chunks (8 tokens) of this tile that are stored (see proj_kernels.cu).
     const int nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - k0 + 7) / 8);
 
+    // This thread's 16-byte chunk of the tile in the stores below (the same for all its rows), and
+    // whether the tile stores it.
+    const int my_ch = 8 * cw + (tid_wg & 7);
+    const bool my_store = my_ch < nchunks;
     // Owner rank and local channel of the 4 channel rows this thread stores in chunk 0
     // (row (tid_wg + 128 it) / 8, channel row % 32); the chunk loop advances them by 32 channels.
+    // With one owner (one GPU; or a CP rank that owns every channel of this launch) the rows are
+    // a[0] / b[0] planes: two pointers for the chunk and one plane stride, advanced per chunk,
+    // replace the per-row owner arithmetic (186 instructions per chunk and warp, ncu 2026-12-01).
     int own_rank[4], own_chan[4];
+    bf16_raw *pa = nullptr, *pb = nullptr;
+    if (one_owner) {
+      const int64_t off = ((int64_t)b * tgt.dloc + (tid_wg >> 3)) * tgt.plane[0] + (tgt.row0[0] + i) * tgt.ld[0] +
+                          tgt.col0[0] + k0 + my_ch * 8;
+      pa = tgt.a[0] + off;
+      pb = tgt.b[0] + off;
+    } else {
 #pragma unroll
-    for (int it = 0; it < 4; ++it) {
-      const int c = ((tid_wg + 128 * it) >> 3) & 31;
-      own_rank[it] = c / tgt.dloc;
-      own_chan[it] = c - own_rank[it] * tgt.dloc;
+      for (int it = 0; it < 4; ++it) {
+        const int c = ((tid_wg + 128 * it) >> 3) & 31;
+        own_rank[it] = c / tgt.dloc;
+        own_chan[it] = c - own_rank[it] * tgt.dloc;
+      }
     }
 
     const int buf = u % C::NXBUF;
@@ -409,6 +428,11 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       }
       turn_pass(cw);
       ++issued;
+      // Biases of the first 8 channels, read while the MMAs run (the waits below are memory
+      // clobbers: loads written before them stay before them); each group gi reads the next
+      // group's before its gates, so no gate waits on shared memory (the largest epilogue stall
+      // in ncu, 2026-12-01).
+      float4 nb0 = p_bias[32 * j + 2 * t4], nb1 = p_bias[32 * j + 2 * t4 + 1];
       // Release each weight slot as soon as its k-block group is complete (groups complete in order).
 #pragma unroll
       for (int kb = 0; kb < C::NKB; ++kb) {
@@ -431,7 +455,11 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
 #pragma unroll
       for (int gi = 0; gi < 4; ++gi) {
-        const float4 bb0 = p_bias[32 * j + 8 * gi + 2 * t4], bb1 = p_bias[32 * j + 8 * gi + 2 * t4 + 1];
+        const float4 bb0 = nb0, bb1 = nb1;
+        if (gi < 3) {
+          nb0 = p_bias[32 * j + 8 * (gi + 1) + 2 * t4];
+          nb1 = p_bias[32 * j + 8 * (gi + 1) + 2 * t4 + 1];
+        }
         uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -447,6 +475,20 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         stsm_x4_t(stsm_base + (uint32_t)gi * (8 * 128), pk);
       }
       bar_sync(BAR_WG + cw, 128);
+      if (one_owner) {
+        // rows (tid_wg >> 3) + 16 it: it 0, 1 are a rows (channel + 0, + 16), it 2, 3 b rows.
+#pragma unroll
+        for (int it = 0; it < 4; ++it) {
+          const int row = (tid_wg >> 3) + 16 * it, cc = tid_wg & 7;
+          if (my_store) {
+            const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
+            *reinterpret_cast<uint4*>((it < 2 ? pa : pb) + ((it & 1) ? plane16 : 0)) = v;
+          }
+        }
+        pa += plane32;
+        pb += plane32;
+        continue;
+      }
 #pragma unroll
       for (int it = 0; it < 4; ++it) {
         const int q = tid_wg + 128 * it;
