@@ -815,6 +815,13 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       }
       turn_pass(cw);
       ++issued;
+      // Biases of the epilogue's first channel pair, read while the MMAs run; each jj below reads
+      // the next pair's before its gates (they waited on shared memory: ncu, 2026-12-01).
+      float2 nbp = make_float2(0.f, 0.f), nbg = make_float2(0.f, 0.f);
+      if (D % 64 == 0 || 64 * j + 2 * t4 < D) {
+        nbp = *reinterpret_cast<const float2*>(p_bp + 64 * j + 2 * t4);
+        nbg = *reinterpret_cast<const float2*>(p_bg + 64 * j + 2 * t4);
+      }
 
 #pragma unroll
       for (int kb = 0; kb < C::NKB; ++kb) {
@@ -833,9 +840,12 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj) {
         const int c = 64 * j + 8 * jj + 2 * t4;
+        const float2 bp = nbp, bg = nbg;
+        if (jj < 7 && (D % 64 == 0 || c + 8 < D)) {
+          nbp = *reinterpret_cast<const float2*>(p_bp + c + 8);
+          nbg = *reinterpret_cast<const float2*>(p_bg + c + 8);
+        }
         if (D % 64 == 0 || c < D) {
-          const float2 bp = *reinterpret_cast<const float2*>(p_bp + c);
-          const float2 bg = *reinterpret_cast<const float2*>(p_bg + c);
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int tok = 64 * cw + 16 * warp + g + 8 * h;
