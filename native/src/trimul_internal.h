@@ -144,7 +144,9 @@ cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* m
 cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                const ZTarget& t, int64_t B, cudaStream_t s);
 // launch_tri_gemm_to runs the wgmma + TMA kernel (tri_gemm_wgmma.cu): needs np % 128 == 0,
-// 16-byte aligned a_ws/b_ws and an even sab (TMA); returns cudaErrorInvalidValue otherwise. The
+// 16-byte aligned a_ws/b_ws and an even sab (TMA), and z rows that start 16-byte aligned (z[o],
+// ld[o] and plane[o] multiples of 8 elements; tile_cols too when there is more than one
+// destination: the epilogue stores 8 columns at a time); returns cudaErrorInvalidValue otherwise. The
 // _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use it to run many tiles per
 // CTA). launch_tri_gemm_mma_to is the mma.sync version (tests/tri_gemm_mma_oracle.cu), on no path: the test's
 // oracle, same arguments and output.

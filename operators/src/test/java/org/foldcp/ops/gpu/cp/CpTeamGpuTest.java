@@ -164,6 +164,27 @@ class CpTeamGpuTest {
         + " bit in " + unfused.size() + " cases");
   }
 
+  /**
+   * cp = 8 on the grids 8x1, 2x4 and 4x2: eight rank processes on the one GPU, both directions,
+   * both store routes, N = 100 (checked against float64 too) and 1000 (the 2x4 and 4x2 tiles are
+   * not square, so the row and column owners of a z value differ). Last in the order: it is the
+   * slowest team to start.
+   */
+  @Test
+  @Order(7)
+  void cp8GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
+    List<CpCase> cases = grid(List.of("8x1", "2x4", "4x2"), new int[] {100, 1000}, 64, 301);
+    cases.add(new CpCase("stack2", "2x4", Direction.INCOMING, 100, 128, 2, true, true, 2, StoreRoute.AUTO, 7, -1, 1));
+    List<String[]> unfused = addUnfused(cases, List.of("g4x2-o1000-peer", "g8x1-i100-peer", "stack2"));
+    Map<String, String> errors = runTeam(dir, 8, cases, Set.of(), List.of());
+    for (CpCase c : cases) {
+      checkCase(dir, c, 8, errors);
+    }
+    assertUnfusedEqualsFused(dir, 8, unfused);
+    System.out.println("PASS cp8GridsDirectionsSizesAndRoutes: " + cases.size() + " cases; unfused == fused bit for"
+        + " bit in " + unfused.size() + " cases");
+  }
+
   @Test
   @Order(1)
   void aRankThatNeverJoinsIsNamed(@TempDir Path dir) throws Exception {

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The heads all-to-all on a real NVSHMEM team: every rank is its own JVM ({@link HeadsRank}), all
- * sharing GPU 0. Every dtype, both routes, B > 1, odd S_local and Dh, world 2 and 4: the scatter
+ * sharing GPU 0. Every dtype, both routes, B > 1, odd S_local and Dh, world 2, 4, 6 and 8: the scatter
  * equals the all-gathered and sliced inputs bit for bit (NaN payloads and infinities included),
  * gather undoes it bit for bit, the zero-copy path on device addresses agrees, 1,000 calls in a
  * row leave device memory and the heap where they started, and ranks that ask for different
@@ -64,6 +64,17 @@ class HeadsAllToAllGpuTest {
   @Test
   void world4() throws Exception {
     check(4, cases(4, false));
+  }
+
+  /** World 6: a team size that is not a power of two (heads 2 W, 4 W: 12, 24). */
+  @Test
+  void world6() throws Exception {
+    check(6, cases(6, false));
+  }
+
+  @Test
+  void world8() throws Exception {
+    check(8, cases(8, false));
   }
 
   private void check(int world, List<HeadsCase> cases) throws Exception {

@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""TriMul under context parallelism, one process per GPU: ours (libfoldcp_cp.so: the NVSHMEM team
+with the two reshards fused into the GEMM epilogues, and the same kernels with a separate
+all-to-all) against the PyTorch context-parallel baseline (torch.distributed all_to_all_single over
+NCCL, token -> channel -> token) and against our cp = 1 on one of the GPUs.
+
+Protocol (docs/benchmarks.md): the same inputs on every arm (bf16 x, a mask with ~5% zeros, random
+weights with biases, generated identically on every rank from one seed), every arm checked at a
+small shape first (the assembled tiles against a float64 reference, and ours against our cp = 1),
+warm-up, then >= 10 timed iterations per arm; before each sample the ranks are aligned by a
+barrier, the sample is the slowest rank's wall time (all_reduce MAX), the arms are interleaved and
+their order rotated every iteration, the median is reported. An arm that runs out of memory is
+reported as status oom. Rows: date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status
+(arms: ours, ours_unfused, torch_cp_nccl, ours_cp1). peak_gib: the torch caching allocator's peak for
+torch_cp_nccl, and for ours the plan's symmetric-heap bytes plus the tiles.
+
+The tiles: grid cp0 x cp1 over N_t x N_t tokens, N_t the smallest multiple of 8 cp0 and 8 cp1 that
+holds N; rank r holds tile (r // cp1, r % cp1) (the layout of foldcp_cp.h). The baseline runs the
+same formulation as bench/torch_peers.py (DESIGN.md section 1, einsum, bf16) on the same tiles:
+stage 1 on the token tile, all_to_all of a and b to D / cp channels per rank over the whole grid
+(the permutes that assemble the grid are part of it), the triangle einsum on those channels,
+all_to_all of z back to the token tiles, stage 3 on the tile.
+
+Usage: python3 bench/cp_peers.py --lib native/build/libfoldcp_cp.so --grids 2x1,1x2 [--csv out.csv]
+           [--shapes "1,1024,128;1,2048,128"] [--memory-shapes "1,16384,128"] [--iters 10]
+Needs as many GPUs as ranks (cp0 * cp1, the same for every grid) and prints SKIP otherwise.
+"""
+import argparse
+import ctypes
+import datetime
+import hashlib
+import json
+import math
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_peers import EPS, Ours, make_trimul, make_weights, rel_err  # noqa: E402
+
+UID_BYTES = 128
+DIGEST_BYTES = 32
+ERR_HEAP_TOO_SMALL = 7
+CHECK_N = 200  # the correctness shape's N (B = 1): every arm against float64 and ours against cp = 1
+
+
+class CpConfig(ctypes.Structure):
+    _fields_ = [("batch", ctypes.c_int64), ("n", ctypes.c_int64), ("dim", ctypes.c_int64),
+                ("grid_rows", ctypes.c_int), ("grid_cols", ctypes.c_int), ("tile_rows", ctypes.c_int64),
+                ("tile_cols", ctypes.c_int64), ("route", ctypes.c_int), ("reshard", ctypes.c_int),
+                ("digest", ctypes.c_uint8 * DIGEST_BYTES)]
+
+
+class OursCp(Ours):
+    """The trimul C API (Ours) plus the CP team and plans of the same library."""
+
+    def __init__(self, path):
+        super().__init__(path)
+        L = self.lib
+        L.foldcp_cp_unique_id.argtypes = [ctypes.c_char_p]
+        L.foldcp_cp_team_init.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_size_t,
+                                          ctypes.c_int64]
+        L.foldcp_cp_plan_bytes.argtypes = [ctypes.POINTER(CpConfig), ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
+        L.foldcp_cp_plan_create.argtypes = [ctypes.POINTER(CpConfig), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
+                                            ctypes.POINTER(ctypes.c_void_p)]
+        L.foldcp_cp_plan_route.argtypes = [ctypes.c_void_p]
+        L.foldcp_cp_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                        ctypes.c_void_p]
+        L.foldcp_cp_plan_destroy.argtypes = [ctypes.c_void_p]
+
+    def unique_id(self):
+        buf = ctypes.create_string_buffer(UID_BYTES)
+        self.check(self.lib.foldcp_cp_unique_id(buf), "cp_unique_id")
+        return buf.raw
+
+    def team_init(self, uid, rank, world, device, heap_bytes, timeout_ms):
+        self.check(self.lib.foldcp_cp_team_init(uid, rank, world, device, heap_bytes, timeout_ms), "cp_team_init")
+
+    def plan_bytes(self, cfg, route=0):
+        n = ctypes.c_size_t()
+        self.check(self.lib.foldcp_cp_plan_bytes(ctypes.byref(cfg), route, ctypes.byref(n)), "cp_plan_bytes")
+        return n.value
+
+    def plan(self, cfg, layers):
+        arr = (ctypes.c_void_p * len(layers))(*[h.value for h in layers])
+        p = ctypes.c_void_p()
+        rc = self.lib.foldcp_cp_plan_create(ctypes.byref(cfg), arr, len(layers), ctypes.byref(p))
+        if rc == ERR_HEAP_TOO_SMALL:
+            raise MemoryError(self.lib.foldcp_last_error().decode())
+        self.check(rc, "cp_plan_create")
+        return p
+
+    def cp_forward(self, plan, x, mask_u8, out):
+        self.check(self.lib.foldcp_cp_forward(plan, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(),
+                                              torch.cuda.current_stream().cuda_stream), "cp_forward")
+
+
+# ----------------------------------------------------------------------------- geometry
+def tiles(n, cp0, cp1):
+    step = math.lcm(8 * cp0, 8 * cp1)
+    nt = -(-n // step) * step
+    return nt, nt // cp0, nt // cp1
+
+
+def config(B, N, D, cp0, cp1, reshard, digest):
+    nt, tr, tc = tiles(N, cp0, cp1)
+    c = CpConfig(B, N, D, cp0, cp1, tr, tc, 0, reshard)
+    ctypes.memmove(c.digest, digest, DIGEST_BYTES)
+    return c
+
+
+def digest_of(p, direction):
+    h = hashlib.sha256(direction.encode())
+    for k in sorted(p):
+        h.update(k.encode())
+        h.update(p[k].numpy().tobytes())
+    return h.digest()
+
+
+# ----------------------------------------------------------------------------- the PyTorch CP baseline
+def torch_cp_layer(x_t, m_t, pb, direction, cp0, cp1, rank, world):
+    """One layer of the baseline on this rank's token tile (B, tr, tc, D) -> (B, tr, tc, D)."""
+    B, tr, tc, D = x_t.shape
+    Dl = D // world
+    xn = F.layer_norm(x_t, (D,), pb["norm_in.weight"], pb["norm_in.bias"], EPS)
+    ab = torch.sigmoid(F.linear(xn, pb["g_in.weight"], pb["g_in.bias"])) * F.linear(xn, pb["p_in.weight"],
+                                                                                    pb["p_in.bias"])
+    ab = ab * m_t.unsqueeze(-1)
+
+    def to_channels(t):  # (B, tr, tc, D) token tile -> (B, N_t, N_t, D / world) for my channels
+        send = t.reshape(B, tr, tc, world, Dl).permute(3, 0, 1, 2, 4).contiguous()
+        recv = torch.empty_like(send)
+        dist.all_to_all_single(recv, send)
+        full = t.new_empty(B, cp0 * tr, cp1 * tc, Dl)
+        for src in range(world):
+            i, j = divmod(src, cp1)
+            full[:, i * tr:(i + 1) * tr, j * tc:(j + 1) * tc] = recv[src]
+        return full
+
+    a, b = to_channels(ab[..., :D]), to_channels(ab[..., D:])
+    eq = "bikc,bjkc->bijc" if direction == "outgoing" else "bkic,bkjc->bijc"
+    z = torch.einsum(eq, a, b)
+    send = torch.stack([z[:, (q // cp1) * tr:(q // cp1 + 1) * tr, (q % cp1) * tc:(q % cp1 + 1) * tc]
+                        for q in range(world)]).contiguous()
+    recv = torch.empty_like(send)
+    dist.all_to_all_single(recv, send)  # recv[q]: channels q Dl .. of my token tile
+    z_t = recv.permute(1, 2, 3, 0, 4).reshape(B, tr, tc, D)
+    zn = F.layer_norm(z_t, (D,), pb["norm_out.weight"], pb["norm_out.bias"], EPS)
+    return torch.sigmoid(F.linear(xn, pb["g_out.weight"], pb["g_out.bias"])) * F.linear(zn, pb["p_out.weight"],
+                                                                                       pb["p_out.bias"])
+
+
+# ----------------------------------------------------------------------------- one rank
+def slowest(seconds):
+    t = torch.tensor([seconds], device="cuda", dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX)
+    return t.item()
+
+
+def inputs(B, N, D, seed):
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = (torch.randn(B, N, N, D, device="cuda", generator=gen) + 0.3).to(torch.bfloat16)
+    m = (torch.rand(B, N, N, device="cuda", generator=gen) > 0.05).to(torch.uint8)
+    return x, m
+
+
+def inputs_tile(B, tr, tc, D, N, rank, cp1, seed):
+    """This rank's tile of a memory-scale input (its own random values; zeros past N)."""
+    gen = torch.Generator(device="cuda").manual_seed(seed * 1000 + rank)
+    x = (torch.randn(B, tr, tc, D, device="cuda", generator=gen) + 0.3).to(torch.bfloat16)
+    m = (torch.rand(B, tr, tc, device="cuda", generator=gen) > 0.05).to(torch.uint8)
+    i, j = divmod(rank, cp1)
+    rows, cols = max(0, min(tr, N - i * tr)), max(0, min(tc, N - j * tc))
+    x[:, rows:] = 0
+    x[:, :, cols:] = 0
+    m[:, rows:] = 0
+    m[:, :, cols:] = 0
+    return x, m
+
+
+def tile_of(t, rank, cp1, tr, tc):
+    i, j = divmod(rank, cp1)
+    shape = (t.shape[0], tr, tc) + tuple(t.shape[3:])
+    out = t.new_zeros(shape)
+    part = t[:, i * tr:(i + 1) * tr, j * tc:(j + 1) * tc]
+    out[:, :part.shape[1], :part.shape[2]] = part
+    return out
+
+
+def assemble(out_t, N, cp0, cp1, world):
+    parts = [torch.empty_like(out_t) for _ in range(world)]
+    dist.all_gather(parts, out_t)
+    B, tr, tc = out_t.shape[:3]
+    full = out_t.new_empty((B, cp0 * tr, cp1 * tc) + tuple(out_t.shape[3:]))
+    for src in range(world):
+        i, j = divmod(src, cp1)
+        full[:, i * tr:(i + 1) * tr, j * tc:(j + 1) * tc] = parts[src]
+    return full[:, :N, :N]
+
+
+def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iters, check, log, memory=False):
+    """Rows (arm, median_ms, peak_gib, status) of one grid x direction x shape; rank 0's are kept.
+    memory: a memory-scale shape: each rank makes only its own tile (the whole x would not fit on
+    one GPU), and only our two arms run (an arm that runs out of memory on one rank in the middle
+    of an NCCL collective would leave the others waiting in it)."""
+    world_t = cp0 * cp1
+    p32 = make_weights(D, torch.Generator().manual_seed(1000 + D), bias=True)
+    pb = {k: v.to("cuda", torch.bfloat16) for k, v in p32.items()}
+    key = (D, direction)
+    if key not in layer_cache:
+        layer_cache[key] = ours.layer(p32, direction)
+    h = layer_cache[key]
+    digest = digest_of(p32, direction)
+    nt, tr, tc = tiles(N, cp0, cp1)
+    if memory:
+        x = m = None
+        x_t, m_t = inputs_tile(B, tr, tc, D, N, rank, cp1, seed=7 + N + D)
+    else:
+        x, m = inputs(B, N, D, seed=7 + N + D)
+        x_t, m_t = tile_of(x, rank, cp1, tr, tc), tile_of(m, rank, cp1, tr, tc)
+    mb_t = m_t.to(torch.bfloat16)
+    rows, arms, plans = [], {}, []
+    tile_bytes = (1 if memory else 2) * x_t.numel() * 2 + m_t.numel()
+
+    # ours, fused and unfused reshards
+    for arm, reshard in (("ours", 0), ("ours_unfused", 1)):
+        cfg = config(B, N, D, cp0, cp1, reshard, digest)
+        try:
+            plan = ours.plan(cfg, [h])
+        except MemoryError as e:
+            log(f"{arm}: {e}")
+            rows.append((arm, None, None, "oom"))
+            continue
+        plans.append(plan)
+        out_t = x_t if memory else torch.empty_like(x_t)  # memory scale: in place (foldcp_cp.h allows it)
+        heap_gib = ours.plan_bytes(cfg, ours.lib.foldcp_cp_plan_route(plan)) / 2**30
+        log(f"{arm}: route {('auto', 'peer', 'put')[ours.lib.foldcp_cp_plan_route(plan)]}, {heap_gib:.2f} GiB of heap")
+        arms[arm] = (lambda plan=plan, out_t=out_t: (ours.cp_forward(plan, x_t, m_t, out_t), out_t)[1],
+                     heap_gib + tile_bytes / 2**30)
+
+    # the PyTorch CP baseline
+    def torch_arm():
+        return torch_cp_layer(x_t, mb_t, pb, direction, cp0, cp1, rank, world_t)
+
+    if not memory:
+        arms["torch_cp_nccl"] = (torch_arm, None)
+
+    # ours at cp = 1 on rank 0 (the others wait at the barrier)
+    out1 = ws = None
+    if memory:
+        pass
+    elif rank == 0:
+        try:
+            out1 = torch.empty_like(x)
+            ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device="cuda")
+        except torch.cuda.OutOfMemoryError:
+            out1 = ws = None
+    have_cp1 = torch.tensor([1 if (rank != 0 or ws is not None) else 0], device="cuda")
+    dist.all_reduce(have_cp1, op=dist.ReduceOp.MIN)
+    if memory:
+        pass
+    elif have_cp1.item():
+        arms["ours_cp1"] = ((lambda: ours.forward(h, x, m, out1, ws) if rank == 0 else None),
+                            ((ws.numel() + 2 * x.numel() * 2) / 2**30) if rank == 0 else None)
+    else:
+        rows.append(("ours_cp1", None, None, "oom"))
+
+    failed = {}
+    if check:
+        ref = make_trimul(direction)(x.double(), m.double(), {k: v.double().cuda() for k, v in p32.items()})
+        # ours at cp = 1 first: the CP arms are compared with its output too
+        for arm, (fn, _) in sorted(arms.items(), key=lambda kv: kv[0] != "ours_cp1"):
+            try:
+                o = fn()
+                got = o if arm == "ours_cp1" else assemble(o, N, cp0, cp1, world_t)
+            except torch.cuda.OutOfMemoryError:
+                failed[arm] = "oom"
+                continue
+            if rank == 0:
+                e = rel_err(got, ref)
+                line = f"check {direction} B={B} N={N} D={D} grid {cp0}x{cp1} {arm}: rel err vs float64 {e:.3e}"
+                if arm != "ours_cp1" and out1 is not None:
+                    e1 = rel_err(got, out1.double())
+                    line += f", vs ours cp=1 {e1:.3e}"
+                log(line)
+                if not (e <= 1e-2):
+                    failed[arm] = "error"
+        flags = [failed]
+        dist.broadcast_object_list(flags, src=0)
+        failed = flags[0]
+    for arm, status in failed.items():
+        arms.pop(arm, None)
+        rows.append((arm, None, None, status))
+
+    order = list(arms)
+    times = {a: [] for a in order}
+    peaks = {}
+    try:
+        for w in range(3):  # warm-up
+            for a in order:
+                arms[a][0]()
+        torch.cuda.synchronize()
+        for it in range(iters):
+            rot = order[it % len(order):] + order[:it % len(order)]
+            for a in rot:
+                if a == "torch_cp_nccl":
+                    torch.cuda.reset_peak_memory_stats()
+                dist.barrier()
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                arms[a][0]()
+                torch.cuda.synchronize()
+                times[a].append(slowest(time.perf_counter() - t0))
+                if a == "torch_cp_nccl":
+                    peaks[a] = max(peaks.get(a, 0.0), torch.cuda.max_memory_allocated() / 2**30)
+        for a in order:
+            rows.append((a, 1e3 * statistics.median(times[a]), peaks.get(a, arms[a][1]), "ok"))
+    except torch.cuda.OutOfMemoryError as e:
+        log(f"out of memory while timing: {e}")
+        for a in order:
+            rows.append((a, None, None, "oom"))
+    finally:
+        for plan in plans:
+            ours.lib.foldcp_cp_plan_destroy(plan)
+    return rows
+
+
+def worker(rank, args, port):
+    torch.cuda.set_device(rank)
+    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.world,
+                            device_id=torch.device("cuda", rank))
+    log = (lambda s: print(f"[cp_peers] {s}", flush=True)) if rank == 0 else (lambda s: None)
+    ours = OursCp(args.lib)
+    uid = [ours.unique_id() if rank == 0 else None]
+    dist.broadcast_object_list(uid, src=0)
+    # The symmetric heap: the largest plan of any grid and shape on the PEER route (what AUTO picks
+    # when every rank reaches every peer by pointer: one node), both reshards for the timed shapes,
+    # the fused one for the memory-scale shapes (the unfused plan needs twice the heap there and
+    # reports oom when it does not fit), plus 256 MiB.
+    heap = 0
+    for (cp0, cp1) in args.grids:
+        for (B, N, D), reshards in [(s, (0, 1)) for s in args.shapes] + [(s, (0,)) for s in args.memory_shapes]:
+            for reshard in reshards:
+                cfg = config(B, N, D, cp0, cp1, reshard, b"\0" * DIGEST_BYTES)
+                heap = max(heap, ours.plan_bytes(cfg, 1))
+    ours.team_init(uid[0], rank, args.world, rank, heap + (256 << 20), 120_000)
+    log(f"team of {args.world} up; symmetric heap {(heap + (256 << 20)) / 2**30:.2f} GiB per rank")
+    layer_cache, out = {}, []
+    for (cp0, cp1) in args.grids:
+        for direction in ("outgoing", "incoming"):
+            run_shape(ours, layer_cache, 1, CHECK_N, check_dim(args.world), direction, cp0, cp1, rank, args.world, 1,
+                      True, log)
+            for (B, N, D) in args.shapes:
+                for arm, ms, peak, status in run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank,
+                                                       args.world, args.iters, False, log):
+                    out.append((args.world, f"{cp0}x{cp1}", direction, B, N, D, arm, ms, peak, status))
+                    log(f"{cp0}x{cp1} {direction} {B},{N},{D} {arm}: "
+                        + (f"{ms:.2f} ms" if ms is not None else status))
+            for (B, N, D) in args.memory_shapes:
+                for arm, ms, peak, status in run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank,
+                                                       args.world, 1, False, log, memory=True):
+                    out.append((args.world, f"{cp0}x{cp1}", direction, B, N, D, arm, ms, peak, status))
+                    log(f"{cp0}x{cp1} {direction} {B},{N},{D} (memory scale) {arm}: "
+                        + (f"{ms:.2f} ms" if ms is not None else status))
+    for h in layer_cache.values():
+        ours.lib.foldcp_trimul_destroy(h)
+    ours.lib.foldcp_cp_team_finalize()
+    dist.destroy_process_group()
+    if rank == 0:
+        with open(args.rows_path, "w") as f:
+            json.dump(out, f)
+
+
+def check_dim(world):
+    """D of the correctness shape: a multiple of 32 in [64, 256] that every rank gets a share of."""
+    return next(d for d in range(64, 257, 32) if d % world == 0)
+
+
+def parse_shapes(s):
+    return [tuple(int(v) for v in t.split(",")) for t in s.split(";") if t.strip()]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib", required=True)
+    ap.add_argument("--grids", default="2x1,1x2")
+    ap.add_argument("--shapes", default="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256")
+    ap.add_argument("--memory-shapes", default="")
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--csv", default="")
+    args = ap.parse_args()
+    args.iters = max(10, args.iters)
+    args.grids = [tuple(int(v) for v in g.split("x")) for g in args.grids.split(",")]
+    worlds = {a * b for a, b in args.grids}
+    if len(worlds) != 1:
+        sys.exit(f"every grid must have the same number of ranks: {args.grids}")
+    args.world = worlds.pop()
+    args.shapes = parse_shapes(args.shapes)
+    args.memory_shapes = parse_shapes(args.memory_shapes)
+    for (B, N, D) in args.shapes + args.memory_shapes:
+        if D % args.world != 0:
+            sys.exit(f"D = {D} must divide by cp = {args.world}")
+    n_gpu = torch.cuda.device_count()
+    if n_gpu < args.world:
+        print(f"SKIP: {args.world} ranks need {args.world} GPUs, this machine has {n_gpu}")
+        return 0
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        args.rows_path = os.path.join(tmp, "rows.json")
+        mp.spawn(worker, args=(args, port), nprocs=args.world, join=True)
+        with open(args.rows_path) as f:
+            rows = json.load(f)
+    gpu = torch.cuda.get_device_name(0)
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
+                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
+    except OSError:
+        commit = "unknown"
+    date = datetime.date.today().isoformat()
+    lines = ["date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status"]
+    for (cp, grid, direction, B, N, D, arm, ms, peak, status) in rows:
+        lines.append(",".join(str(v) for v in (date, commit, gpu, cp, grid, direction, B, N, D, arm,
+                                                "" if ms is None else f"{ms:.3f}",
+                                                "" if peak is None else f"{peak:.2f}", status)))
+    text = "# python3 " + " ".join(sys.argv) + "\n" + "\n".join(lines) + "\n"
+    if args.csv:
+        with open(args.csv, "w") as f:
+            f.write(text)
+    print(text, end="")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
