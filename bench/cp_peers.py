@@ -27,29 +27,20 @@ Needs as many GPUs as ranks (cp0 * cp1, the same for every grid) and prints SKIP
 """
 import argparse
 import ctypes
-import datetime
 import hashlib
-import json
 import math
-import os
-import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 
 import torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_peers import EPS, Ours, make_trimul, make_weights, rel_err  # noqa: E402
+from fold_team import FoldLib, ROUTES, enough_gpus, save_rows, slowest, spawn, start, write_csv
+from torch_peers import EPS, make_trimul, make_weights, rel_err
 
-UID_BYTES = 128
 DIGEST_BYTES = 32
-ERR_HEAP_TOO_SMALL = 7
 CHECK_N = 200  # the correctness shape's N (B = 1): every arm against float64 and ours against cp = 1
 
 
@@ -60,15 +51,12 @@ class CpConfig(ctypes.Structure):
                 ("digest", ctypes.c_uint8 * DIGEST_BYTES)]
 
 
-class OursCp(Ours):
-    """The trimul C API (Ours) plus the CP team and plans of the same library."""
+class OursCp(FoldLib):
+    """FoldLib plus the CP plans of foldcp_cp.h."""
 
     def __init__(self, path):
         super().__init__(path)
         L = self.lib
-        L.foldcp_cp_unique_id.argtypes = [ctypes.c_char_p]
-        L.foldcp_cp_team_init.argtypes = [ctypes.c_char_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_size_t,
-                                          ctypes.c_int64]
         L.foldcp_cp_plan_bytes.argtypes = [ctypes.POINTER(CpConfig), ctypes.c_int, ctypes.POINTER(ctypes.c_size_t)]
         L.foldcp_cp_plan_create.argtypes = [ctypes.POINTER(CpConfig), ctypes.POINTER(ctypes.c_void_p), ctypes.c_int,
                                             ctypes.POINTER(ctypes.c_void_p)]
@@ -76,14 +64,6 @@ class OursCp(Ours):
         L.foldcp_cp_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                         ctypes.c_void_p]
         L.foldcp_cp_plan_destroy.argtypes = [ctypes.c_void_p]
-
-    def unique_id(self):
-        buf = ctypes.create_string_buffer(UID_BYTES)
-        self.check(self.lib.foldcp_cp_unique_id(buf), "cp_unique_id")
-        return buf.raw
-
-    def team_init(self, uid, rank, world, device, heap_bytes, timeout_ms):
-        self.check(self.lib.foldcp_cp_team_init(uid, rank, world, device, heap_bytes, timeout_ms), "cp_team_init")
 
     def plan_bytes(self, cfg, route=0):
         n = ctypes.c_size_t()
@@ -93,10 +73,8 @@ class OursCp(Ours):
     def plan(self, cfg, layers):
         arr = (ctypes.c_void_p * len(layers))(*[h.value for h in layers])
         p = ctypes.c_void_p()
-        rc = self.lib.foldcp_cp_plan_create(ctypes.byref(cfg), arr, len(layers), ctypes.byref(p))
-        if rc == ERR_HEAP_TOO_SMALL:
-            raise MemoryError(self.lib.foldcp_last_error().decode())
-        self.check(rc, "cp_plan_create")
+        self.heap_error(self.lib.foldcp_cp_plan_create(ctypes.byref(cfg), arr, len(layers), ctypes.byref(p)),
+                        "cp_plan_create")
         return p
 
     def cp_forward(self, plan, x, mask_u8, out):
@@ -160,12 +138,6 @@ def torch_cp_layer(x_t, m_t, pb, direction, cp0, cp1, rank, world):
 
 
 # ----------------------------------------------------------------------------- one rank
-def slowest(seconds):
-    t = torch.tensor([seconds], device="cuda", dtype=torch.float64)
-    dist.all_reduce(t, op=dist.ReduceOp.MAX)
-    return t.item()
-
-
 def inputs(B, N, D, seed):
     gen = torch.Generator(device="cuda").manual_seed(seed)
     x = (torch.randn(B, N, N, D, device="cuda", generator=gen) + 0.3).to(torch.bfloat16)
@@ -243,7 +215,7 @@ def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iter
         plans.append(plan)
         out_t = x_t if memory else torch.empty_like(x_t)  # memory scale: in place (foldcp_cp.h allows it)
         heap_gib = ours.plan_bytes(cfg, ours.lib.foldcp_cp_plan_route(plan)) / 2**30
-        log(f"{arm}: route {('auto', 'peer', 'put')[ours.lib.foldcp_cp_plan_route(plan)]}, {heap_gib:.2f} GiB of heap")
+        log(f"{arm}: route {ROUTES[ours.lib.foldcp_cp_plan_route(plan)]}, {heap_gib:.2f} GiB of heap")
         arms[arm] = (lambda plan=plan, out_t=out_t: (ours.cp_forward(plan, x_t, m_t, out_t), out_t)[1],
                      heap_gib + tile_bytes / 2**30)
 
@@ -335,13 +307,8 @@ def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iter
 
 
 def worker(rank, args, port):
-    torch.cuda.set_device(rank)
-    dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=args.world,
-                            device_id=torch.device("cuda", rank))
-    log = (lambda s: print(f"[cp_peers] {s}", flush=True)) if rank == 0 else (lambda s: None)
+    log = start(rank, args.world, port, "cp_peers")
     ours = OursCp(args.lib)
-    uid = [ours.unique_id() if rank == 0 else None]
-    dist.broadcast_object_list(uid, src=0)
     # The symmetric heap: the largest plan of any grid and shape on the PEER route (what AUTO picks
     # when every rank reaches every peer by pointer: one node), both reshards for the timed shapes,
     # the fused one for the memory-scale shapes (the unfused plan needs twice the heap there and
@@ -352,7 +319,7 @@ def worker(rank, args, port):
             for reshard in reshards:
                 cfg = config(B, N, D, cp0, cp1, reshard, b"\0" * DIGEST_BYTES)
                 heap = max(heap, ours.plan_bytes(cfg, 1))
-    ours.team_init(uid[0], rank, args.world, rank, heap + (256 << 20), 120_000)
+    ours.join(rank, args.world, heap + (256 << 20))
     log(f"team of {args.world} up; symmetric heap {(heap + (256 << 20)) / 2**30:.2f} GiB per rank")
     layer_cache, out = {}, []
     for (cp0, cp1) in args.grids:
@@ -375,9 +342,7 @@ def worker(rank, args, port):
         ours.lib.foldcp_trimul_destroy(h)
     ours.lib.foldcp_cp_team_finalize()
     dist.destroy_process_group()
-    if rank == 0:
-        with open(args.rows_path, "w") as f:
-            json.dump(out, f)
+    save_rows(args, rank, out)
 
 
 def check_dim(world):
@@ -409,35 +374,13 @@ def main():
     for (B, N, D) in args.shapes + args.memory_shapes:
         if D % args.world != 0:
             sys.exit(f"D = {D} must divide by cp = {args.world}")
-    n_gpu = torch.cuda.device_count()
-    if n_gpu < args.world:
-        print(f"SKIP: {args.world} ranks need {args.world} GPUs, this machine has {n_gpu}")
+    if not enough_gpus(args.world):
         return 0
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    with tempfile.TemporaryDirectory() as tmp:
-        args.rows_path = os.path.join(tmp, "rows.json")
-        mp.spawn(worker, args=(args, port), nprocs=args.world, join=True)
-        with open(args.rows_path) as f:
-            rows = json.load(f)
-    gpu = torch.cuda.get_device_name(0)
-    try:
-        commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], capture_output=True, text=True,
-                                cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip() or "unknown"
-    except OSError:
-        commit = "unknown"
-    date = datetime.date.today().isoformat()
-    lines = ["date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status"]
-    for (cp, grid, direction, B, N, D, arm, ms, peak, status) in rows:
-        lines.append(",".join(str(v) for v in (date, commit, gpu, cp, grid, direction, B, N, D, arm,
-                                                "" if ms is None else f"{ms:.3f}",
-                                                "" if peak is None else f"{peak:.2f}", status)))
-    text = "# python3 " + " ".join(sys.argv) + "\n" + "\n".join(lines) + "\n"
-    if args.csv:
-        with open(args.csv, "w") as f:
-            f.write(text)
-    print(text, end="")
+    rows = spawn(worker, args, args.world)
+    write_csv(args.csv, "date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status",
+              [(cp, grid, direction, B, N, D, arm, "" if ms is None else f"{ms:.3f}",
+                "" if peak is None else f"{peak:.2f}", status)
+               for (cp, grid, direction, B, N, D, arm, ms, peak, status) in rows])
     return 0
 
 
