@@ -19,6 +19,12 @@ import torch.multiprocessing as mp
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_peers import Ours  # noqa: E402
 
+# NVLink multicast stays off in NCCL, PyTorch and NVSHMEM: the lent GPU machines require it (a
+# program that uses it can take a shared host's GPUs out of service), and the spawned ranks
+# inherit this environment.
+for _k, _v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"), ("NVSHMEM_DISABLE_NVLS", "1")):
+    os.environ[_k] = _v
+
 UID_BYTES = 128
 ERR_HEAP_TOO_SMALL = 7
 ROUTES = ("auto", "peer", "put")
