@@ -8,8 +8,8 @@ Method (docs/benchmarks.md): per dtype (bf16, fp32) and message size (MiB of inp
 [1, S_local, 32 heads, 128] per rank; 36 heads at world 6), every arm checked first (ours equal to NCCL + permute bit
 for bit), then >= 10 samples per arm; before each sample every rank overwrites a 256 MiB scratch
 buffer (cold L2) and the ranks meet at a barrier; a sample is the slowest rank's CUDA-event time;
-the arm order rotates every iteration and each row records the executed order of its first
-iteration; the median is reported with the bytes a rank sends (every block but its own) per
+the arm order rotates every iteration (iteration k starts at arm k mod 4 of the order each row
+records after "rotated:"); the median is reported with the bytes a rank sends (every block but its own) per
 second. Arms:
   ours          foldcp_a2a_scatter_heads into the plan's output buffer (zero copy);
   nccl          all_to_all_single of a buffer already in block order (no permute);
@@ -29,7 +29,7 @@ import sys
 import torch
 import torch.distributed as dist
 
-from fold_team import FoldLib, ROUTES, enough_gpus, save_rows, slowest, spawn, start, write_csv
+from fold_team import FoldLib, ROUTES, enough_gpus, save_row, slowest, spawn, start, write_csv
 
 HEAD_DIM = 128
 DTYPES = {"bf16": (torch.bfloat16, 0), "fp32": (torch.float32, 2)}
@@ -108,7 +108,6 @@ def worker(rank, args, port):
     lib.join(rank, args.world, heap + (256 << 20))
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     peer = (rank + 1) % args.world
-    rows = []
     for name, (dtype, code) in DTYPES.items():
         for mib in args.mib:
             S_l = seq_local(mib, dtype, H)
@@ -118,7 +117,7 @@ def worker(rank, args, port):
                 plan = lib.create(A2aConfig(1, S_l, H, HEAD_DIM, code, 0))
             except MemoryError as e:
                 log(f"{name} {mib} MiB: {e}")
-                rows.append((args.world, H, name, mib, "ours", "", "", "", "oom"))
+                save_row(args, rank, (args.world, H, name, mib, "ours", "", "", "", "oom"))
                 continue
             out_ptr = lib.output(plan)
             sent = lib.bytes_sent(plan)
@@ -149,10 +148,8 @@ def worker(rank, args, port):
             for a in order:  # warm-up
                 arms[a]()
             torch.cuda.synchronize()
-            first = None
             for it in range(args.iters):
                 rot = order[it % len(order):] + order[:it % len(order)]
-                first = first or rot
                 for a in rot:
                     scratch.fill_(it & 0xFF)  # cold L2
                     dist.barrier()
@@ -165,14 +162,12 @@ def worker(rank, args, port):
             for a in order:
                 ms = statistics.median(times[a])
                 ok = "ok" if (a != "ours" or same.item()) else "error"
-                rows.append((args.world, H, name, mib, a, f"{ms:.4f}", f"{sent / (ms * 1e-3) / 1e9:.1f}",
-                             "/".join(first), ok))
+                save_row(args, rank, (args.world, H, name, mib, a, f"{ms:.4f}", f"{sent / (ms * 1e-3) / 1e9:.1f}",
+                             "rotated:" + "/".join(order), ok))
                 log(f"{name} {mib} MiB {a}: {ms:.4f} ms, {sent / (ms * 1e-3) / 1e9:.1f} GB/s sent per rank")
             lib.lib.foldcp_a2a_destroy(plan)
-            del dst
     lib.lib.foldcp_cp_team_finalize()
     dist.destroy_process_group()
-    save_rows(args, rank, rows)
 
 
 def main():
@@ -189,10 +184,10 @@ def main():
     if args.world < 2 or not enough_gpus(args.world):
         print("SKIP: the all-to-all benchmark needs two or more GPUs, one per rank")
         return 0
-    rows = spawn(worker, args, args.world)
+    rows, ok = spawn(worker, args, args.world)
     write_csv(args.csv, "date,commit,gpu,world,heads,dtype,mib_per_rank,arm,median_ms,gb_per_s,arm_order,status",
               rows)
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -7,12 +7,16 @@ NCCL, token -> channel -> token) and against our cp = 1 on one of the GPUs.
 Protocol (docs/benchmarks.md): the same inputs on every arm (bf16 x, a mask with ~5% zeros, random
 weights with biases, generated identically on every rank from one seed), every arm checked at a
 small shape first (the assembled tiles against a float64 reference, and ours against our cp = 1),
-warm-up, then >= 10 timed iterations per arm; before each sample the ranks are aligned by a
-barrier, the sample is the slowest rank's wall time (all_reduce MAX), the arms are interleaved and
-their order rotated every iteration, the median is reported. An arm that runs out of memory is
-reported as status oom. Rows: date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status
-(arms: ours, ours_unfused, torch_cp_nccl, ours_cp1). peak_gib: the torch caching allocator's peak for
-torch_cp_nccl, and for ours the plan's symmetric-heap bytes plus the tiles.
+warm-up, then >= 10 timed iterations per arm (one for a memory-scale shape); before each sample
+the ranks are aligned by a barrier, the sample is the slowest rank's wall time (all_reduce MAX),
+the arms are interleaved and their order rotated every iteration, the median is reported. An arm
+that failed its check is not timed and gets status error at every shape of that grid and
+direction; a plan the heap cannot hold, or a cp = 1 arm that does not fit on GPU 0, gets status
+oom. Rows are saved as they come, so a run that dies keeps what it measured.
+Rows: date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status
+(arms: ours, ours_unfused, torch_cp_nccl, ours_cp1). peak_gib: for torch_cp_nccl what the caching
+allocator holds at its peak on top of what was resident before it ran, plus its input and output
+tiles; for ours the plan's symmetric-heap bytes plus the tiles.
 
 The tiles: grid cp0 x cp1 over N_t x N_t tokens, N_t the smallest multiple of 8 cp0 and 8 cp1 that
 holds N; rank r holds tile (r // cp1, r % cp1) (the layout of foldcp_cp.h). The baseline runs the
@@ -37,7 +41,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from fold_team import FoldLib, ROUTES, enough_gpus, save_rows, slowest, spawn, start, write_csv
+from fold_team import FoldLib, ROUTES, enough_gpus, save_row, slowest, spawn, start, write_csv
 from torch_peers import EPS, make_trimul, make_weights, rel_err
 
 DIGEST_BYTES = 32
@@ -140,7 +144,7 @@ def torch_cp_layer(x_t, m_t, pb, direction, cp0, cp1, rank, world):
 # ----------------------------------------------------------------------------- one rank
 def inputs(B, N, D, seed):
     gen = torch.Generator(device="cuda").manual_seed(seed)
-    x = (torch.randn(B, N, N, D, device="cuda", generator=gen) + 0.3).to(torch.bfloat16)
+    x = torch.randn(B, N, N, D, device="cuda", dtype=torch.bfloat16, generator=gen).add_(0.3)
     m = (torch.rand(B, N, N, device="cuda", generator=gen) > 0.05).to(torch.uint8)
     return x, m
 
@@ -148,7 +152,7 @@ def inputs(B, N, D, seed):
 def inputs_tile(B, tr, tc, D, N, rank, cp1, seed):
     """This rank's tile of a memory-scale input (its own random values; zeros past N)."""
     gen = torch.Generator(device="cuda").manual_seed(seed * 1000 + rank)
-    x = (torch.randn(B, tr, tc, D, device="cuda", generator=gen) + 0.3).to(torch.bfloat16)
+    x = torch.randn(B, tr, tc, D, device="cuda", dtype=torch.bfloat16, generator=gen).add_(0.3)
     m = (torch.rand(B, tr, tc, device="cuda", generator=gen) > 0.05).to(torch.uint8)
     i, j = divmod(rank, cp1)
     rows, cols = max(0, min(tr, N - i * tr)), max(0, min(tc, N - j * tc))
@@ -179,11 +183,18 @@ def assemble(out_t, N, cp0, cp1, world):
     return full[:, :N, :N]
 
 
-def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iters, check, log, memory=False):
-    """Rows (arm, median_ms, peak_gib, status) of one grid x direction x shape; rank 0's are kept.
+def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iters, log, memory=False, check=False,
+              bad=()):
+    """One grid x direction x shape on every rank. check: the correctness pass (no timing):
+    returns {arm: "error"} for the arms that missed the contract (against float64, or ours against
+    our cp = 1). Else returns rank 0's rows (arm, median_ms, peak_gib, status); arms in `bad` (they
+    failed the check of this grid and direction) are not timed and give status error.
     memory: a memory-scale shape: each rank makes only its own tile (the whole x would not fit on
-    one GPU), and only our two arms run (an arm that runs out of memory on one rank in the middle
-    of an NCCL collective would leave the others waiting in it)."""
+    one GPU), and only ours (fused) runs, in place.
+    Errors that hit one rank only (a CUDA error, an allocation that fails on one rank) are not
+    caught: the process exits, mp.spawn ends the others, and the rows written so far remain. Only
+    decisions every rank takes together are handled here: a plan the heap cannot hold (the plan is
+    collective) and a cp = 1 arm that does not fit on GPU 0 (agreed by an all_reduce)."""
     world_t = cp0 * cp1
     p32 = make_weights(D, torch.Generator().manual_seed(1000 + D), bias=True)
     pb = {k: v.to("cuda", torch.bfloat16) for k, v in p32.items()}
@@ -199,12 +210,17 @@ def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iter
     else:
         x, m = inputs(B, N, D, seed=7 + N + D)
         x_t, m_t = tile_of(x, rank, cp1, tr, tc), tile_of(m, rank, cp1, tr, tc)
+        if rank != 0 and not check:
+            x = m = None  # only rank 0 needs the whole input (the cp = 1 arm)
     mb_t = m_t.to(torch.bfloat16)
     rows, arms, plans = [], {}, []
     tile_bytes = (1 if memory else 2) * x_t.numel() * 2 + m_t.numel()
 
-    # ours, fused and unfused reshards
-    for arm, reshard in (("ours", 0), ("ours_unfused", 1)):
+    # ours, fused and unfused reshards (memory scale: fused only)
+    for arm, reshard in (("ours", 0),) + ((("ours_unfused", 1),) if not memory else ()):
+        if arm in bad:
+            rows.append((arm, None, None, "error"))
+            continue
         cfg = config(B, N, D, cp0, cp1, reshard, digest)
         try:
             plan = ours.plan(cfg, [h])
@@ -224,125 +240,120 @@ def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iter
         return torch_cp_layer(x_t, mb_t, pb, direction, cp0, cp1, rank, world_t)
 
     if not memory:
-        arms["torch_cp_nccl"] = (torch_arm, None)
+        if "torch_cp_nccl" in bad:
+            rows.append(("torch_cp_nccl", None, None, "error"))
+        else:
+            arms["torch_cp_nccl"] = (torch_arm, None)
 
-    # ours at cp = 1 on rank 0 (the others wait at the barrier)
+    # ours at cp = 1 on rank 0 (the others wait at the barrier); whether it fits is agreed by all
     out1 = ws = None
-    if memory:
-        pass
-    elif rank == 0:
-        try:
-            out1 = torch.empty_like(x)
-            ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device="cuda")
-        except torch.cuda.OutOfMemoryError:
-            out1 = ws = None
-    have_cp1 = torch.tensor([1 if (rank != 0 or ws is not None) else 0], device="cuda")
-    dist.all_reduce(have_cp1, op=dist.ReduceOp.MIN)
-    if memory:
-        pass
-    elif have_cp1.item():
-        arms["ours_cp1"] = ((lambda: ours.forward(h, x, m, out1, ws) if rank == 0 else None),
-                            ((ws.numel() + 2 * x.numel() * 2) / 2**30) if rank == 0 else None)
-    else:
-        rows.append(("ours_cp1", None, None, "oom"))
+    if not memory:
+        if rank == 0:
+            try:
+                out1 = torch.empty_like(x)
+                ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device="cuda")
+            except torch.cuda.OutOfMemoryError:
+                out1 = ws = None
+        have_cp1 = torch.tensor([1 if (rank != 0 or ws is not None) else 0], device="cuda")
+        dist.all_reduce(have_cp1, op=dist.ReduceOp.MIN)
+        if "ours_cp1" in bad:
+            rows.append(("ours_cp1", None, None, "error"))
+        elif have_cp1.item():
+            arms["ours_cp1"] = ((lambda: ours.forward(h, x, m, out1, ws) if rank == 0 else None),
+                                ((ws.numel() + 2 * x.numel() * 2) / 2**30) if rank == 0 else None)
+        else:
+            rows.append(("ours_cp1", None, None, "oom"))
 
-    failed = {}
     if check:
+        failed = {}
         ref = make_trimul(direction)(x.double(), m.double(), {k: v.double().cuda() for k, v in p32.items()})
         # ours at cp = 1 first: the CP arms are compared with its output too
         for arm, (fn, _) in sorted(arms.items(), key=lambda kv: kv[0] != "ours_cp1"):
-            try:
-                o = fn()
-                got = o if arm == "ours_cp1" else assemble(o, N, cp0, cp1, world_t)
-            except torch.cuda.OutOfMemoryError:
-                failed[arm] = "oom"
-                continue
+            o = fn()
+            got = o if arm == "ours_cp1" else assemble(o, N, cp0, cp1, world_t)
             if rank == 0:
                 e = rel_err(got, ref)
                 line = f"check {direction} B={B} N={N} D={D} grid {cp0}x{cp1} {arm}: rel err vs float64 {e:.3e}"
+                ok = e <= 1e-2
                 if arm != "ours_cp1" and out1 is not None:
                     e1 = rel_err(got, out1.double())
                     line += f", vs ours cp=1 {e1:.3e}"
-                log(line)
-                if not (e <= 1e-2):
+                    ok = ok and e1 <= 1e-2
+                log(line + ("" if ok else " FAIL"))
+                if not ok:
                     failed[arm] = "error"
         flags = [failed]
         dist.broadcast_object_list(flags, src=0)
-        failed = flags[0]
-    for arm, status in failed.items():
-        arms.pop(arm, None)
-        rows.append((arm, None, None, status))
-
-    order = list(arms)
-    times = {a: [] for a in order}
-    peaks = {}
-    try:
-        for w in range(3):  # warm-up
-            for a in order:
-                arms[a][0]()
-        torch.cuda.synchronize()
-        for it in range(iters):
-            rot = order[it % len(order):] + order[:it % len(order)]
-            for a in rot:
-                if a == "torch_cp_nccl":
-                    torch.cuda.reset_peak_memory_stats()
-                dist.barrier()
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                arms[a][0]()
-                torch.cuda.synchronize()
-                times[a].append(slowest(time.perf_counter() - t0))
-                if a == "torch_cp_nccl":
-                    peaks[a] = max(peaks.get(a, 0.0), torch.cuda.max_memory_allocated() / 2**30)
-        for a in order:
-            rows.append((a, 1e3 * statistics.median(times[a]), peaks.get(a, arms[a][1]), "ok"))
-    except torch.cuda.OutOfMemoryError as e:
-        log(f"out of memory while timing: {e}")
-        for a in order:
-            rows.append((a, None, None, "oom"))
-    finally:
         for plan in plans:
             ours.lib.foldcp_cp_plan_destroy(plan)
+        return flags[0]
+
+    order = list(arms)
+    if not order:
+        return rows
+    times = {a: [] for a in order}
+    peaks = {}
+    for w in range(3):  # warm-up
+        for a in order:
+            arms[a][0]()
+    torch.cuda.synchronize()
+    # the baseline's own memory: what it allocates on top of what is resident before it runs
+    # (other arms' buffers, rank 0's whole input), plus its input and output tiles
+    own = (x_t.numel() * 2 + mb_t.numel() * 2) * 2
+    for it in range(iters):
+        rot = order[it % len(order):] + order[:it % len(order)]
+        for a in rot:
+            if a == "torch_cp_nccl":
+                torch.cuda.reset_peak_memory_stats()
+                base = torch.cuda.memory_allocated()
+            dist.barrier()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            arms[a][0]()
+            torch.cuda.synchronize()
+            times[a].append(slowest(time.perf_counter() - t0))
+            if a == "torch_cp_nccl":
+                peaks[a] = max(peaks.get(a, 0.0), (torch.cuda.max_memory_allocated() - base + own) / 2**30)
+    for a in order:
+        rows.append((a, 1e3 * statistics.median(times[a]), peaks.get(a, arms[a][1]), "ok"))
+    for plan in plans:
+        ours.lib.foldcp_cp_plan_destroy(plan)
     return rows
 
 
 def worker(rank, args, port):
     log = start(rank, args.world, port, "cp_peers")
     ours = OursCp(args.lib)
-    # The symmetric heap: the largest plan of any grid and shape on the PEER route (what AUTO picks
-    # when every rank reaches every peer by pointer: one node), both reshards for the timed shapes,
-    # the fused one for the memory-scale shapes (the unfused plan needs twice the heap there and
-    # reports oom when it does not fit), plus 256 MiB.
+    # The symmetric heap: the plans alive at once (fused and unfused for a timed shape, the fused
+    # one for a memory-scale shape) of any grid and shape, on the PEER route (what AUTO picks when
+    # every rank reaches every peer by pointer: one node), plus 256 MiB.
     heap = 0
     for (cp0, cp1) in args.grids:
         for (B, N, D), reshards in [(s, (0, 1)) for s in args.shapes] + [(s, (0,)) for s in args.memory_shapes]:
-            for reshard in reshards:
-                cfg = config(B, N, D, cp0, cp1, reshard, b"\0" * DIGEST_BYTES)
-                heap = max(heap, ours.plan_bytes(cfg, 1))
+            heap = max(heap, sum(ours.plan_bytes(config(B, N, D, cp0, cp1, r, b"\0" * DIGEST_BYTES), 1)
+                                 for r in reshards))
     ours.join(rank, args.world, heap + (256 << 20))
     log(f"team of {args.world} up; symmetric heap {(heap + (256 << 20)) / 2**30:.2f} GiB per rank")
-    layer_cache, out = {}, []
+    layer_cache = {}
     for (cp0, cp1) in args.grids:
+        grid = f"{cp0}x{cp1}"
         for direction in ("outgoing", "incoming"):
-            run_shape(ours, layer_cache, 1, CHECK_N, check_dim(args.world), direction, cp0, cp1, rank, args.world, 1,
-                      True, log)
-            for (B, N, D) in args.shapes:
+            dc = check_dim(args.world)
+            bad = run_shape(ours, layer_cache, 1, CHECK_N, dc, direction, cp0, cp1, rank, args.world, 1, log,
+                            check=True)
+            for arm in bad:
+                save_row(args, rank, (args.world, grid, direction, 1, CHECK_N, dc, arm, None, None, "error"))
+            for (B, N, D), memory in [(s, False) for s in args.shapes] + [(s, True) for s in args.memory_shapes]:
                 for arm, ms, peak, status in run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank,
-                                                       args.world, args.iters, False, log):
-                    out.append((args.world, f"{cp0}x{cp1}", direction, B, N, D, arm, ms, peak, status))
-                    log(f"{cp0}x{cp1} {direction} {B},{N},{D} {arm}: "
-                        + (f"{ms:.2f} ms" if ms is not None else status))
-            for (B, N, D) in args.memory_shapes:
-                for arm, ms, peak, status in run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank,
-                                                       args.world, 1, False, log, memory=True):
-                    out.append((args.world, f"{cp0}x{cp1}", direction, B, N, D, arm, ms, peak, status))
-                    log(f"{cp0}x{cp1} {direction} {B},{N},{D} (memory scale) {arm}: "
+                                                       args.world, 1 if memory else args.iters, log, memory=memory,
+                                                       bad=bad):
+                    save_row(args, rank, (args.world, grid, direction, B, N, D, arm, ms, peak, status))
+                    log(f"{grid} {direction} {B},{N},{D}{' (memory scale)' if memory else ''} {arm}: "
                         + (f"{ms:.2f} ms" if ms is not None else status))
     for h in layer_cache.values():
         ours.lib.foldcp_trimul_destroy(h)
     ours.lib.foldcp_cp_team_finalize()
     dist.destroy_process_group()
-    save_rows(args, rank, out)
 
 
 def check_dim(world):
@@ -376,12 +387,12 @@ def main():
             sys.exit(f"D = {D} must divide by cp = {args.world}")
     if not enough_gpus(args.world):
         return 0
-    rows = spawn(worker, args, args.world)
+    rows, ok = spawn(worker, args, args.world)
     write_csv(args.csv, "date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status",
               [(cp, grid, direction, B, N, D, arm, "" if ms is None else f"{ms:.3f}",
                 "" if peak is None else f"{peak:.2f}", status)
                for (cp, grid, direction, B, N, D, arm, ms, peak, status) in rows])
-    return 0
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

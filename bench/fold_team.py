@@ -67,16 +67,25 @@ def slowest(seconds):
 
 
 def spawn(worker, args, world):
-    """Runs worker(rank, args, port) in `world` processes, one per GPU, and returns what rank 0
-    wrote with save_rows (args.rows_path is set here)."""
+    """Runs worker(rank, args, port) in `world` processes, one per GPU; returns the rows rank 0
+    saved with save_row / save_rows (args.rows_path is set here) and whether every rank ended
+    well. A rank that fails ends them all (mp.spawn); the rows saved before it stay."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with tempfile.TemporaryDirectory() as tmp:
-        args.rows_path = os.path.join(tmp, "rows.json")
-        mp.spawn(worker, args=(args, port), nprocs=world, join=True)
-        with open(args.rows_path) as f:
-            return json.load(f)
+        args.rows_path = os.path.join(tmp, "rows.jsonl")
+        ok = True
+        try:
+            mp.spawn(worker, args=(args, port), nprocs=world, join=True)
+        except Exception as e:  # a rank failed: say so, keep what was measured
+            print(f"FAIL: a rank ended with an error: {e}", file=sys.stderr)
+            ok = False
+        rows = []
+        if os.path.exists(args.rows_path):
+            with open(args.rows_path) as f:
+                rows = [json.loads(line) for line in f if line.strip()]
+        return rows, ok
 
 
 def start(rank, world, port, tag):
@@ -87,10 +96,16 @@ def start(rank, world, port, tag):
     return (lambda s: print(f"[{tag}] {s}", flush=True)) if rank == 0 else (lambda s: None)
 
 
-def save_rows(args, rank, rows):
+def save_row(args, rank, row):
+    """Rank 0 appends one row, closed at once, so that it outlives a rank that fails later."""
     if rank == 0:
-        with open(args.rows_path, "w") as f:
-            json.dump(rows, f)
+        with open(args.rows_path, "a") as f:
+            f.write(json.dumps(row) + "\n")
+
+
+def save_rows(args, rank, rows):
+    for r in rows:
+        save_row(args, rank, r)
 
 
 def write_csv(path, header, rows):
