@@ -69,7 +69,7 @@ class OursCp(FoldLib):
                                         ctypes.c_void_p]
         L.foldcp_cp_plan_destroy.argtypes = [ctypes.c_void_p]
 
-    def plan_bytes(self, cfg, route=0):
+    def plan_bytes(self, cfg, route):
         n = ctypes.c_size_t()
         self.check(self.lib.foldcp_cp_plan_bytes(ctypes.byref(cfg), route, ctypes.byref(n)), "cp_plan_bytes")
         return n.value

@@ -68,7 +68,7 @@ def slowest(seconds):
 
 def spawn(worker, args, world):
     """Runs worker(rank, args, port) in `world` processes, one per GPU; returns the rows rank 0
-    saved with save_row / save_rows (args.rows_path is set here) and whether every rank ended
+    saved with save_row (args.rows_path is set here) and whether every rank ended
     well. A rank that fails ends them all (mp.spawn); the rows saved before it stay."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -102,10 +102,6 @@ def save_row(args, rank, row):
         with open(args.rows_path, "a") as f:
             f.write(json.dumps(row) + "\n")
 
-
-def save_rows(args, rank, rows):
-    for r in rows:
-        save_row(args, rank, r)
 
 
 def write_csv(path, header, rows):

@@ -153,15 +153,8 @@ class CpTeamGpuTest {
   void cp4GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
     List<CpCase> cases = grid(List.of("4x1", "2x2", "1x4"), new int[] {100, 1000, 2050}, 64, 101);
     cases.add(new CpCase("stack3", "2x2", Direction.OUTGOING, 100, 128, 2, true, true, 3, StoreRoute.AUTO, 5, -1, 1));
-    List<String[]> unfused = addUnfused(cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer",
-        "stack3"));
-    Map<String, String> errors = runTeam(dir, 4, cases, Set.of(), List.of());
-    for (CpCase c : cases) {
-      checkCase(dir, c, 4, errors);
-    }
-    assertUnfusedEqualsFused(dir, 4, unfused);
-    System.out.println("PASS cp4GridsDirectionsSizesAndRoutes: " + cases.size() + " cases; unfused == fused bit for"
-        + " bit in " + unfused.size() + " cases");
+    runGrids(dir, 4, cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer", "stack3"),
+        "cp4GridsDirectionsSizesAndRoutes");
   }
 
   /**
@@ -175,14 +168,24 @@ class CpTeamGpuTest {
   void cp8GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
     List<CpCase> cases = grid(List.of("8x1", "2x4", "4x2"), new int[] {100, 1000}, 64, 301);
     cases.add(new CpCase("stack2", "2x4", Direction.INCOMING, 100, 128, 2, true, true, 2, StoreRoute.AUTO, 7, -1, 1));
-    List<String[]> unfused = addUnfused(cases, List.of("g4x2-o1000-peer", "g8x1-i100-peer", "stack2"));
-    Map<String, String> errors = runTeam(dir, 8, cases, Set.of(), List.of());
+    runGrids(dir, 8, cases, List.of("g4x2-o1000-peer", "g8x1-i100-peer", "stack2"),
+        "cp8GridsDirectionsSizesAndRoutes");
+  }
+
+  /**
+   * Runs `cases` (plus unfused twins of the named ones) on a team of `size`, checks every case
+   * and that each unfused twin equals its fused case bit for bit.
+   */
+  private void runGrids(Path dir, int size, List<CpCase> cases, List<String> unfusedOf, String test)
+      throws Exception {
+    List<String[]> unfused = addUnfused(cases, unfusedOf);
+    Map<String, String> errors = runTeam(dir, size, cases, Set.of(), List.of());
     for (CpCase c : cases) {
-      checkCase(dir, c, 8, errors);
+      checkCase(dir, c, size, errors);
     }
-    assertUnfusedEqualsFused(dir, 8, unfused);
-    System.out.println("PASS cp8GridsDirectionsSizesAndRoutes: " + cases.size() + " cases; unfused == fused bit for"
-        + " bit in " + unfused.size() + " cases");
+    assertUnfusedEqualsFused(dir, size, unfused);
+    System.out.println("PASS " + test + ": " + cases.size() + " cases; unfused == fused bit for bit in "
+        + unfused.size() + " cases");
   }
 
   @Test
