@@ -138,16 +138,20 @@ __device__ __forceinline__ uint32_t swz128(uint32_t tile, int row, int chunk) {
 // Two-pass fp32 statistics and y = (v - mean) * rstd * w + b as in proj_kernels.cu, rounded to bf16.
 // Thread (g = lane / 4, t = lane % 4) holds rows g and g + 8, channels 16 s + 2 t + {0, 1, 8, 9}:
 // a row is spread over the 4 threads of a quad.
+// load_frags: the raw rows into af (bf16, the A-fragment layout); normalize_frags: LayerNorm in place.
 template <int D>
-__device__ __forceinline__ void layernorm_to_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane,
-                                                   const float* gw, const float* gb, float eps) {
-  constexpr int KS = D / 16;
+__device__ __forceinline__ void load_frags(uint32_t (&af)[D / 16][4], uint32_t xtile, int row0, int lane) {
   const int r = row0 + (lane & 15);
 #pragma unroll
-  for (int s = 0; s < KS; ++s) {
+  for (int s = 0; s < D / 16; ++s) {
     // lanes 0-15: rows row0.., chunk 2 (s % 4); lanes 16-31: the next chunk (channels + 8)
     ldsm_x4(af[s], swz128(xtile + (uint32_t)(s >> 2) * pw::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)));
   }
+}
+template <int D>
+__device__ __forceinline__ void normalize_frags(uint32_t (&af)[D / 16][4], int lane, const float* gw, const float* gb,
+                                                float eps) {
+  constexpr int KS = D / 16;
   float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
@@ -399,7 +403,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
 
     const int buf = u % C::NXBUF;
     mbar_wait(xfull0 + 8 * buf, (u / C::NXBUF) & 1);
-    layernorm_to_frags<D>(af, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane, p_lnw, p_lnb, eps);
+    load_frags<D>(af, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane);
+    normalize_frags<D>(af, lane, p_lnw, p_lnb, eps);
     __syncwarp();
     if (lane == 0) mbar_arrive(xempty0 + 8 * buf);  // this warp's rows of x are in registers
     valid[0] = valid[0] && mbyte[0] != 0;
@@ -528,8 +533,9 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
 // LN_out reads z straight from global memory (thread = token pair x quarter of the channels, D/4
 // registers), from L2: the x producer prefetches each tile's z rows
 // (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
-// x may alias out: x reaches shared memory by TMA before the tile's epilogue, the residual is read
-// from global memory by the thread that then writes the same two values (as proj_kernels.cu).
+// x may alias out: the tile's x reaches shared memory by TMA before any of the tile's outputs is
+// written, and the residual is read from that copy (the buffer is held until the tile's last
+// chunk); tiles do not overlap.
 // ------------------------------------------------------------------------------------------
 template <int D>
 struct OutCfg {
@@ -538,8 +544,9 @@ struct OutCfg {
   static constexpr int NCH = NKB;  // W3 chunks of 128 rows (64 channels; the last one half used when D % 64 == 32)
   static constexpr int XBYTES = NKB * pw::KB_BYTES;
   static constexpr int AZBYTES = NKB * pw::KB_BYTES;  // LN_out(z) of the tile, 128B-swizzled K-major
-  // x tiles in flight. The buffer frees right after the tile's LN_in, so one buffer already gives a
-  // whole tile of lead time; short tiles (small D) get more.
+  // x tiles in flight. A buffer frees after its tile's last chunk (the residual is read from it);
+  // with one buffer (D > 128) the next tile's x comes from L2 (prefetched a tile ahead) while the
+  // consumers run its LN_out. Short tiles (small D) get more buffers.
   static constexpr int NXBUF = XBYTES <= 16384 ? 4 : XBYTES <= 32768 ? 2 : 1;
   static constexpr int PARAMS = 6 * D * 4;  // LN_in w, b, LN_out w, b, bp, bg
   static constexpr int FIXED = NXBUF * XBYTES + AZBYTES + PARAMS + 1024;
@@ -628,7 +635,6 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       }
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
-      const uint64_t keep = l2_policy_evict_last();  // the consumers read the tile again for the residual
       for (int v = 0; v < n_local; ++v) {
         const int t = (int)blockIdx.x + v * (int)gridDim.x;
         const int kt = t % tiles_k, r = t / tiles_k;
@@ -643,12 +649,15 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
             for (int c = 0; c < D; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
           }
         }
+        // The tile's x (contiguous: 128 tokens x D) into L2 as well: its buffer frees only when the
+        // previous tile's last chunk has read its residual, so the TMA load below then finds L2.
+        bulk_prefetch_l2(x + (((int64_t)b * rows + i) * cols + j0) * D, (uint32_t)(min(TOK, cols - j0) * D * 2));
         const int buf = v % C::NXBUF;
         mbar_wait(xempty0 + 8 * buf, ((v / C::NXBUF) & 1) ^ 1u);
         mbar_arrive_expect_tx(xfull0 + 8 * buf, C::XBYTES);
 #pragma unroll
         for (int kb = 0; kb < C::NKB; ++kb)
-          tma_load_4d_hint(s_x + buf * C::XBYTES + kb * KB_BYTES, &tmX, kb * 64, j0, i, b, xfull0 + 8 * buf, keep);
+          tma_load_4d(s_x + buf * C::XBYTES + kb * KB_BYTES, &tmX, kb * 64, j0, i, b, xfull0 + 8 * buf);
       }
     }
     return;
@@ -764,9 +773,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     // ---- LN_in(x) -> A fragments in registers (as stage 1)
     const int buf = u % C::NXBUF;
     mbar_wait(xfull0 + 8 * buf, (u / C::NXBUF) & 1);
-    layernorm_to_frags<D>(ax, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane, p_lniw, p_lnib, eps);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(xempty0 + 8 * buf);
+    load_frags<D>(ax, s_x + buf * C::XBYTES, 64 * cw + 16 * warp, lane);
+    normalize_frags<D>(ax, lane, p_lniw, p_lnib, eps);
     bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
 
     float accp[32], accg[32];
@@ -774,19 +782,22 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     for (int k = 0; k < 32; ++k) accp[k] = accg[k] = 0.f;
     for (int j = 0; j < C::NCH; ++j) {
       // Residual x of this thread's outputs (tokens 64 cw + 16 warp + g + 8 h, channels
-      // 64 j + 8 jj + 2 t4 + {0, 1}), loaded before the turn wait, so that the wait and the
-      // chunk's MMAs cover the latency: this read stalled the most in ncu (2026-12-01). The x
-      // tiles come in with an L2 evict_last hint, so that this second read finds them in L2.
+      // 64 j + 8 jj + 2 t4 + {0, 1}) from the tile's x in shared memory (k-block j, 16-byte chunk
+      // jj: the 8 rows of one load fall in 8 bank groups), read before the turn wait. The tile's x
+      // buffer is therefore held until the tile's last chunk. (Read again from global memory, 4
+      // bytes over 8 rows per load instruction, it was the largest epilogue stall and half of the
+      // L1 wavefronts, ncu 2026-12-01.)
       uint32_t xres[8][2];
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          const int tok = 64 * cw + 16 * warp + g + 8 * h;
-          const int c = 64 * j + 8 * jj + 2 * t4;
-          xres[jj][h] = (residual && tok < jvalid && (D % 64 == 0 || c < D))
-                            ? __ldcs(reinterpret_cast<const unsigned int*>(x + (tok0 + tok) * D + c))
-                            : 0u;
+          xres[jj][h] = 0u;
+          if (residual) {
+            const uint32_t a = swz128(s_x + buf * C::XBYTES + (uint32_t)j * KB_BYTES, 64 * cw + 16 * warp + g + 8 * h, jj) +
+                               4u * (uint32_t)t4;
+            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(xres[jj][h]) : "r"(a));
+          }
         }
       turn_wait(cw, issued);
       wgmma_fence();
@@ -860,6 +871,8 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         }
       }
     }
+    __syncwarp();
+    if (lane == 0) mbar_arrive(xempty0 + 8 * buf);  // this warp's residual reads of the x tile are done
   }
   if (cw == 0 && issued > 0) bar_sync(BAR_TURN + 0, 256);
 }

@@ -83,12 +83,16 @@ __device__ __forceinline__ TileXY tile_xy(int t, int tilesM, int tilesN) {
 }  // namespace
 
 // KMAJOR: outgoing (both operands K-major); else incoming (both M/N-major).
+// ZTMA: the epilogue's store route (see the launch): TMA stores through tmZ, or 16-byte stores per
+// lane to the ZTarget's owners (tmZ unused). Two instantiations, so that neither route's registers
+// weigh on the other (one kernel with both spilled 16 B).
 // tmA / tmB: 3D maps (innermost: columns of the stored plane, then rows, then planes) over a_ws
 // and b_ws, bf16, 128B swizzle; boxes as described at tgw::MN_BOX_BYTES.
-template <bool KMAJOR>
+template <bool KMAJOR, bool ZTMA>
 __global__ void __launch_bounds__(tgw::THREADS, 1)
     tri_gemm_wgmma_kernel(const __grid_constant__ CUtensorMap tmA, const __grid_constant__ CUtensorMap tmB,
-                          const __grid_constant__ ZTarget zt, int Np, int tilesM, int tilesN, int planes) {
+                          const __grid_constant__ CUtensorMap tmZ, const __grid_constant__ ZTarget zt,
+                          int Np, int tilesM, int tilesN, int planes) {
   using namespace tgw;
   __shared__ __align__(8) uint64_t full_bar[STAGES];
   __shared__ __align__(8) uint64_t empty_bar[STAGES];
@@ -224,6 +228,39 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
     if (xy.n0 < N && rbase < N) {                   // warp-uniform
       const uint32_t stg = sbase + STAGES * STAGE_BYTES + (uint32_t)((4 * cw + warp) * OUT_WARP_BYTES);
       const int mi = lane >> 3, rr = lane & 7;          // stmatrix: lane addresses row rr of matrix mi
+      if constexpr (ZTMA) {
+        // One local destination: the TMA unit stores the staged block, so the warp goes on to the
+        // next tile's MMAs while z drains instead of waiting on its own global stores. 8 steps of
+        // 8 rows x 64 columns (1 KiB: quarter st / 2, row half st % 2) alternate between the two
+        // halves of the warp's 2 KiB; a half is rewritten only after the store issued from it two
+        // steps before has read it. Rows and columns past n_store lie outside the map: not written.
+        const int zplane = zb * zt.chans[0] + zt.chan0[0] + zcl;
+#pragma unroll
+        for (int st = 0; st < 8; ++st) {
+          const int q = st >> 1, h = st & 1;
+          const uint32_t buf = stg + (uint32_t)(h * 1024);
+          if (lane == 0) bulk_wait_read<1>();
+          __syncwarp();
+#pragma unroll
+          for (int m = 0; m < 2; ++m) {
+            // matrices k = 0..3: rows 8 h .. 8 h + 7, column blocks 8 q + 4 m + k (16-byte chunk 4 m + k)
+            uint32_t r[4];
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+              const int jb = 8 * q + 4 * m + k;
+              r[k] = pack_bf16x2(acc[4 * jb + 2 * h], acc[4 * jb + 2 * h + 1]);
+            }
+            stsm_x4(buf + (uint32_t)(rr * 128 + (((4 * m + mi) ^ rr) << 4)), r);
+          }
+          fence_proxy_async_smem();  // the stmatrix writes, before the TMA unit reads them
+          __syncwarp();
+          if (lane == 0) {
+            tma_store_3d(&tmZ, buf, xy.n0 + 64 * q, rbase + 8 * h, zplane);
+            bulk_commit();
+          }
+        }
+        continue;
+      }
       const uint32_t st_row = stg + (uint32_t)((rr + 8 * (mi & 1)) * 128);
       const bool one_dest = zt.grid_cols == 1 && zt.tile_rows >= N;
 #pragma unroll
@@ -277,6 +314,7 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
       }
     }
   }
+  if (ZTMA && lane == 0) bulk_wait_all();  // the staging must outlive the stores reading it
 }
 
 // ------------------------------------------------------------------ host side
@@ -296,19 +334,53 @@ cudaError_t encode_planes(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap* m,
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
+// 3D bf16 map over destination 0 of a one-destination target, for the TMA-store epilogue:
+// n_store x n_store of each of `planes` planes (row stride ld, plane stride plane elements), box
+// 64 columns (128 B) x 8 rows, 128B swizzle (the staging layout).
+cudaError_t encode_z(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap* m, const ZTarget& t, int64_t planes) {
+  const cuuint64_t dims[3] = {(cuuint64_t)t.n_store, (cuuint64_t)t.n_store, (cuuint64_t)planes};
+  const cuuint64_t strides[2] = {(cuuint64_t)t.ld[0] * 2, (cuuint64_t)t.plane[0] * 2};
+  const cuuint32_t box[3] = {64, 8, 1};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, t.z[0], dims, strides, box, estr,
+                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+// Whether p is memory of device dev (not a peer's, not the host's): the TMA-store epilogue is
+// used only there. A failed query leaves no error behind and answers no.
+bool on_device(const void* p, int dev) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a.type == cudaMemoryTypeDevice && a.device == dev;
+}
+
 // Devices whose kernels already have the dynamic shared-memory limit raised (bit per device < 64,
 // per direction).
-std::atomic<uint64_t> g_prepared[2];
+std::atomic<uint64_t> g_prepared[4];
 
-template <bool KMAJOR>
+template <bool KMAJOR, bool ZTMA>
 cudaError_t prepare_once(int dev) {
-  const int d = KMAJOR ? 0 : 1;
+  const int d = (KMAJOR ? 0 : 1) + (ZTMA ? 2 : 0);
   const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
   if (bit != 0 && (g_prepared[d].load(std::memory_order_acquire) & bit)) return cudaSuccess;
   const cudaError_t e =
-      cudaFuncSetAttribute(tri_gemm_wgmma_kernel<KMAJOR>, cudaFuncAttributeMaxDynamicSharedMemorySize, tgw::SMEM);
+      cudaFuncSetAttribute(tri_gemm_wgmma_kernel<KMAJOR, ZTMA>, cudaFuncAttributeMaxDynamicSharedMemorySize, tgw::SMEM);
   if (e == cudaSuccess && bit != 0) g_prepared[d].fetch_or(bit, std::memory_order_acq_rel);
   return e;
+}
+
+template <bool KMAJOR, bool ZTMA>
+cudaError_t launch_kernel(int dev, int grid, const CUtensorMap& ma, const CUtensorMap& mb, const CUtensorMap& mz,
+                          const ZTarget& t, int np, int tilesM, int tilesN, int planes, cudaStream_t s) {
+  const cudaError_t e = prepare_once<KMAJOR, ZTMA>(dev);
+  if (e != cudaSuccess) return e;
+  tri_gemm_wgmma_kernel<KMAJOR, ZTMA><<<grid, tgw::THREADS, tgw::SMEM, s>>>(ma, mb, mz, t, np, tilesM, tilesN, planes);
+  return cudaSuccess;
 }
 
 }  // namespace
@@ -355,15 +427,24 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
   int grid = (int)(total < sms ? total : sms);
   if (max_ctas > 0 && grid > max_ctas) grid = max_ctas;
 
-  if (kmajor) {
-    e = prepare_once<true>(dev);
+  // The store route, from the target: one destination on this device with whole 16-byte row
+  // ends -> TMA stores from the staging (tmZ); a CP grid of owners, a peer's memory, or n_store
+  // % 8 != 0 -> 16-byte stores per lane. (The TMA unit writes a row's last 16-byte chunk whole,
+  // past n_store: seen on the H200 at N = 1 and 777, 2026-12-01.)
+  CUtensorMap mz{};
+  const int z_tma = dests == 1 && t.n_store % 8 == 0 && on_device(t.z[0], dev) ? 1 : 0;
+  if (z_tma) {
+    e = encode_z(enc, &mz, t, B * (int64_t)t.chans[0]);
     if (e != cudaSuccess) return e;
-    tri_gemm_wgmma_kernel<true><<<grid, THREADS, SMEM, s>>>(ma, mb, t, (int)np, tilesM, tilesN, (int)planes);
-  } else {
-    e = prepare_once<false>(dev);
-    if (e != cudaSuccess) return e;
-    tri_gemm_wgmma_kernel<false><<<grid, THREADS, SMEM, s>>>(ma, mb, t, (int)np, tilesM, tilesN, (int)planes);
   }
+
+  if (kmajor)
+    e = z_tma ? launch_kernel<true, true>(dev, grid, ma, mb, mz, t, (int)np, tilesM, tilesN, (int)planes, s)
+              : launch_kernel<true, false>(dev, grid, ma, mb, mz, t, (int)np, tilesM, tilesN, (int)planes, s);
+  else
+    e = z_tma ? launch_kernel<false, true>(dev, grid, ma, mb, mz, t, (int)np, tilesM, tilesN, (int)planes, s)
+              : launch_kernel<false, false>(dev, grid, ma, mb, mz, t, (int)np, tilesM, tilesN, (int)planes, s);
+  if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }
 
