@@ -560,7 +560,8 @@ struct OutCfg {
 template <int D>
 __global__ void __launch_bounds__(pw::THREADS, 1)
     proj_out_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
-                          const bf16* x, const bf16_raw* __restrict__ z, bf16* out, const float* __restrict__ lniw,
+                          const __grid_constant__ CUtensorMap tmO, const bf16* x, const bf16_raw* __restrict__ z,
+                          const float* __restrict__ lniw,
                           const float* __restrict__ lnib, const float* __restrict__ lnow,
                           const float* __restrict__ lnob, const float* __restrict__ pout_b,
                           const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
@@ -680,7 +681,6 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     const int i = r % rows, b = r / rows;
     const int j0 = kt * TOK;
     const int jvalid = min(TOK, cols - j0);
-    const int64_t tok0 = ((int64_t)b * rows + i) * cols + j0;  // token index of (b, i, j0)
 
     // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
     // Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
@@ -787,17 +787,16 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       // buffer is therefore held until the tile's last chunk. (Read again from global memory, 4
       // bytes over 8 rows per load instruction, it was the largest epilogue stall and half of the
       // L1 wavefronts, ncu 2026-12-01.)
+      const uint32_t xj = s_x + buf * C::XBYTES + (uint32_t)j * KB_BYTES;  // k-block j of the tile's x
+      const int wrow = 64 * cw + 16 * warp;                                 // the warp's 16 tokens
+      auto xres_addr = [&](int jj, int h) { return swz128(xj, wrow + g + 8 * h, jj) + 4u * (uint32_t)t4; };
       uint32_t xres[8][2];
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           xres[jj][h] = 0u;
-          if (residual) {
-            const uint32_t a = swz128(s_x + buf * C::XBYTES + (uint32_t)j * KB_BYTES, 64 * cw + 16 * warp + g + 8 * h, jj) +
-                               4u * (uint32_t)t4;
-            asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(xres[jj][h]) : "r"(a));
-          }
+          if (residual) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(xres[jj][h]) : "r"(xres_addr(jj, h)));
         }
       turn_wait(cw, issued);
       wgmma_fence();
@@ -859,21 +858,33 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
         if (D % 64 == 0 || c < D) {
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const int tok = 64 * cw + 16 * warp + g + 8 * h;
             float v0 = gate_half(accg[4 * jj + 2 * h], bg.x, accp[4 * jj + 2 * h], bp.x);
             float v1 = gate_half(accg[4 * jj + 2 * h + 1], bg.y, accp[4 * jj + 2 * h + 1], bp.y);
             if (residual) {
               v0 += bf16_lo(xres[jj][h]);
               v1 += bf16_hi(xres[jj][h]);
             }
-            if (tok < jvalid) *reinterpret_cast<uint32_t*>(out + (tok0 + tok) * D + c) = pack_bf16x2(v0, v1);
+            // over the residual it was computed from, in the tile's x buffer (see below)
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(xres_addr(jj, h)), "r"(pack_bf16x2(v0, v1)) : "memory");
           }
         }
       }
+      // The warp's 16 tokens x 64 channels of this chunk now sit in the x buffer in out's layout:
+      // one TMA store writes them (tokens past cols and channels past D lie outside the map), where
+      // 16 four-byte stores per thread over 8 rows each went before.
+      fence_proxy_async_smem();
+      __syncwarp();
+      if (lane == 0) {
+        tma_store_4d(&tmO, xj + (uint32_t)wrow * 128u, 64 * j, j0 + wrow, i, b);
+        bulk_commit();
+      }
     }
+    // The x buffer is rewritten by the next tile's load: the stores must have read it first.
+    if (lane == 0) bulk_wait_read<0>();
     __syncwarp();
-    if (lane == 0) mbar_arrive(xempty0 + 8 * buf);  // this warp's residual reads of the x tile are done
+    if (lane == 0) mbar_arrive(xempty0 + 8 * buf);  // this warp's reads of the x tile are done
   }
+  if (lane == 0) bulk_wait_all();
   if (cw == 0 && issued > 0) bar_sync(BAR_TURN + 0, 256);
 }
 
@@ -963,19 +974,24 @@ cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const bf16_raw*
   const int64_t tiles_k = (cols + pw::TOK - 1) / pw::TOK;
   const int64_t total = B * rows * tiles_k;
   if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
-      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0 ||
+      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(out) & 15) != 0 ||
+      (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0 ||
       // LN_out reads z a token pair per 4-byte load: pairs must be aligned, and an odd row's
       // last pair must end inside the row's padding.
       (reinterpret_cast<uintptr_t>(z) & 3) != 0 || ldz % 2 != 0 || sz % 2 != 0 || (cols % 2 != 0 && ldz <= cols))
     return launch_proj_out_tile(L, x, z, out, B, rows, cols, ldz, sz, s);
 
-  CUtensorMap mx, mw;
+  CUtensorMap mx, mw, mo;
   {
-    // x: (B, rows, cols, D) bf16; box 64 channels x 128 tokens.
+    // x and out: (B, rows, cols, D) bf16; x loaded in boxes of 64 channels x 128 tokens, out
+    // stored in boxes of 64 channels x 16 tokens (one consumer warp's rows of a chunk).
     const cuuint64_t dims[4] = {(cuuint64_t)D, (cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)B};
     const cuuint64_t strides[3] = {(cuuint64_t)D * 2, (cuuint64_t)cols * D * 2, (cuuint64_t)rows * cols * D * 2};
     const cuuint32_t box[4] = {64, pw::TOK, 1, 1};
     cudaError_t e = encode_bf16(&mx, x, 4, dims, strides, box);
+    if (e != cudaSuccess) return e;
+    const cuuint32_t obox[4] = {64, 16, 1, 1};
+    e = encode_bf16(&mo, out, 4, dims, strides, obox);
     if (e != cudaSuccess) return e;
   }
   {
@@ -996,7 +1012,7 @@ cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const bf16_raw*
   if (e != cudaSuccess) return e;
   const int grid = (int)std::min<int64_t>(total, sms);
   proj_out_wgmma_kernel<D><<<grid, pw::THREADS, C::SMEM, s>>>(
-      mx, mw, static_cast<const bf16*>(x), z, static_cast<bf16*>(out), L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
+      mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
       L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
       (int)tiles_k, (int)total);
   return cudaGetLastError();
