@@ -891,20 +891,6 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
 // ------------------------------------------------------------------ host side
 namespace {
 
-// Tiled bf16 map of `rank` dims (innermost first; strides in bytes for dims 1..rank-1), 128B
-// swizzle, zero fill out of range.
-cudaError_t encode_bf16(CUtensorMap* m, const void* base, int rank, const cuuint64_t* dims, const cuuint64_t* strides,
-                        const cuuint32_t* box) {
-  PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
-  const cudaError_t e = get_encode(&enc);
-  if (e != cudaSuccess) return e;
-  const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
-  const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (cuuint32_t)rank, const_cast<void*>(base), dims, strides,
-                         box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                         CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
-}
-
 // Raises a kernel's dynamic shared-memory limit once per device (bit per device < 64).
 template <typename K>
 cudaError_t raise_smem_once(K kernel, int smem, std::atomic<uint64_t>& done, int dev) {

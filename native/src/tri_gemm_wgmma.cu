@@ -320,32 +320,16 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
 // ------------------------------------------------------------------ host side
 namespace {
 
-// 3D bf16 map over `planes` planes of np x np (row stride np, plane stride sab elements), box
-// {box0 (innermost, 64 = 128 B), box1, 1}, 128B swizzle, zero fill out of range.
-cudaError_t encode_planes(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap* m, const void* base, int64_t np,
-                          int64_t sab, int64_t planes, uint32_t box0, uint32_t box1) {
-  const cuuint64_t dims[3] = {(cuuint64_t)np, (cuuint64_t)np, (cuuint64_t)planes};
-  const cuuint64_t strides[2] = {(cuuint64_t)np * 2, (cuuint64_t)sab * 2};  // bytes, dims 1 and 2
+// 3D bf16 map (encode_bf16) over `planes` planes of n x n elements (row stride ld, plane stride
+// `plane` elements), box {box0 (innermost, 64 = 128 B), box1, 1}: a_ws and b_ws for the loads,
+// and a one-destination z for the TMA-store epilogue (box 64 columns x 8 rows, the staging layout).
+cudaError_t encode_planes(CUtensorMap* m, const void* base, int64_t n, int64_t ld, int64_t plane, int64_t planes,
+                          uint32_t box0, uint32_t box1,
+                          CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
+  const cuuint64_t dims[3] = {(cuuint64_t)n, (cuuint64_t)n, (cuuint64_t)planes};
+  const cuuint64_t strides[2] = {(cuuint64_t)ld * 2, (cuuint64_t)plane * 2};  // bytes, dims 1 and 2
   const cuuint32_t box[3] = {box0, box1, 1};
-  const cuuint32_t estr[3] = {1, 1, 1};
-  const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void*>(base), dims, strides, box, estr,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
-}
-
-// 3D bf16 map over destination 0 of a one-destination target, for the TMA-store epilogue:
-// n_store x n_store of each of `planes` planes (row stride ld, plane stride plane elements), box
-// 64 columns (128 B) x 8 rows, 128B swizzle (the staging layout).
-cudaError_t encode_z(PFN_cuTensorMapEncodeTiled_v12000 enc, CUtensorMap* m, const ZTarget& t, int64_t planes) {
-  const cuuint64_t dims[3] = {(cuuint64_t)t.n_store, (cuuint64_t)t.n_store, (cuuint64_t)planes};
-  const cuuint64_t strides[2] = {(cuuint64_t)t.ld[0] * 2, (cuuint64_t)t.plane[0] * 2};
-  const cuuint32_t box[3] = {64, 8, 1};
-  const cuuint32_t estr[3] = {1, 1, 1};
-  const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, t.z[0], dims, strides, box, estr,
-                         CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+  return encode_bf16(m, base, 3, dims, strides, box, promo);
 }
 
 // Whether p is memory of device dev (not a peer's, not the host's): the TMA-store epilogue is
@@ -408,15 +392,12 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
   const int64_t total = planes * tilesM * tilesN;
   if (total > 0x7fffffff) return cudaErrorInvalidValue;
 
-  PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
-  cudaError_t e = get_encode(&enc);
-  if (e != cudaSuccess) return e;
   CUtensorMap ma, mb;
   const bool kmajor = L.direction == 0;
   // K-major: box 64 (K) x BM or BN rows. M/N-major: box 64 (M or N) x 64 (K).
-  e = encode_planes(enc, &ma, a_ws, np, sab, planes, 64, kmajor ? BM : 64);
+  cudaError_t e = encode_planes(&ma, a_ws, np, np, sab, planes, 64, kmajor ? BM : 64);
   if (e != cudaSuccess) return e;
-  e = encode_planes(enc, &mb, b_ws, np, sab, planes, 64, kmajor ? BN : 64);
+  e = encode_planes(&mb, b_ws, np, np, sab, planes, 64, kmajor ? BN : 64);
   if (e != cudaSuccess) return e;
 
   int dev = 0, sms = 0;
@@ -434,7 +415,8 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
   CUtensorMap mz{};
   const int z_tma = dests == 1 && t.n_store % 8 == 0 && on_device(t.z[0], dev) ? 1 : 0;
   if (z_tma) {
-    e = encode_z(enc, &mz, t, B * (int64_t)t.chans[0]);
+    e = encode_planes(&mz, t.z[0], t.n_store, t.ld[0], t.plane[0], B * (int64_t)t.chans[0], 64, 8,
+                      CU_TENSOR_MAP_L2_PROMOTION_NONE);
     if (e != cudaSuccess) return e;
   }
 

@@ -166,20 +166,6 @@ __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar)
       : "memory");
 }
-// tma_load_4d with an L2 cache policy (createpolicy), e.g. evict_last for data read again soon.
-__device__ __forceinline__ void tma_load_4d_hint(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
-                                                 uint32_t bar, uint64_t policy) {
-  asm volatile(
-      "cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, "
-      "%3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3), "r"(bar), "l"(policy)
-      : "memory");
-}
-__device__ __forceinline__ uint64_t l2_policy_evict_last() {
-  uint64_t p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
 // Prefetch of `bytes` (a multiple of 16) from global memory at a 16-byte aligned address into L2.
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
@@ -253,6 +239,22 @@ inline cudaError_t get_encode(PFN_cuTensorMapEncodeTiled_v12000* out) {
   }
   *out = f;
   return cudaSuccess;
+}
+
+// Tiled bf16 map of `rank` dims (innermost first; strides in bytes for dims 1..rank-1), 128B
+// swizzle, zero fill out of range: the one layout every TMA load and store here uses. Maps that
+// are only stored through pass no L2 promotion (a load-side hint).
+inline cudaError_t encode_bf16(CUtensorMap* m, const void* base, int rank, const cuuint64_t* dims,
+                               const cuuint64_t* strides, const cuuint32_t* box,
+                               CUtensorMapL2promotion promo = CU_TENSOR_MAP_L2_PROMOTION_L2_256B) {
+  PFN_cuTensorMapEncodeTiled_v12000 enc = nullptr;
+  const cudaError_t e = get_encode(&enc);
+  if (e != cudaSuccess) return e;
+  const cuuint32_t estr[5] = {1, 1, 1, 1, 1};
+  const CUresult r = enc(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, (cuuint32_t)rank, const_cast<void*>(base), dims, strides,
+                         box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promo,
+                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
 }  // namespace foldcp
