@@ -47,13 +47,11 @@ public final class ExecutorConf {
       return FoldCpConf.defaults();
     }
     SparkConf source = env.conf();
-    Validated last = LAST.get();
-    if (last != null && last.source() == source) {
-      return last.conf();
-    }
-    FoldCpConf conf = FoldCpConf.from(source);
-    LAST.set(new Validated(source, conf));
-    return conf;
+    // updateAndGet, not get-then-set: two tasks starting at once would otherwise each install their
+    // own copy, and a task could see two different confs (ExecutorConfTest caught it on CI). A
+    // racing validation may run twice, but every caller returns the one that was installed.
+    return LAST.updateAndGet(l -> l != null && l.source() == source ? l
+        : new Validated(source, FoldCpConf.from(source))).conf();
   }
 
   /**
@@ -67,13 +65,9 @@ public final class ExecutorConf {
       return NoSpark.HADOOP;
     }
     SparkConf source = env.conf();
-    Hadoop last = LAST_HADOOP.get();
-    if (last != null && last.source() == source) {
-      return last.conf();
-    }
-    Configuration conf = SparkHadoopUtil.get().newConfiguration(source);
-    LAST_HADOOP.set(new Hadoop(source, conf));
-    return conf;
+    // As in fromSparkEnv: every caller gets the installed configuration.
+    return LAST_HADOOP.updateAndGet(l -> l != null && l.source() == source ? l
+        : new Hadoop(source, SparkHadoopUtil.get().newConfiguration(source))).conf();
   }
 
   /**
