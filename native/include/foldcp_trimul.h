@@ -119,6 +119,14 @@ int foldcp_trimul_forward_profiled(const foldcp_trimul_layer* layer, const void*
                                    int64_t B, int64_t N, void* workspace, size_t workspace_bytes,
                                    foldcp_stream_t stream, float stage_ms[3]);
 
+/* The input check for NaN and Inf on the device, asynchronous on `stream`: counts the bf16 values
+ * of x (`count` of them, x 16-byte aligned) whose exponent bits are all ones and finds the first.
+ * result: device memory of two uint64 (8-byte aligned), written by the stream:
+ *   result[0] = how many values are NaN or +-Inf,
+ *   result[1] = (index << 16) | bits of the first of them (smallest flat index), ~0 when none.
+ * Read it back after the stream has run; count < 2^48. */
+int foldcp_nonfinite_scan(const void* x, uint64_t count, void* result, foldcp_stream_t stream);
+
 /* FLOPs of one layer forward as counted in BENCHMARKS.md: 2 B N^3 D + 12 B N^2 D^2. */
 double foldcp_trimul_flops(int64_t B, int64_t N, int64_t D);
 

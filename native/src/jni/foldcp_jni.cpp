@@ -138,4 +138,16 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIE
   env->SetFloatArrayRegion(stage_ms, 0, 3, ms);
 }
 
+JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_nonFiniteScan(JNIEnv* env, jclass, jlong x,
+                                                                          jlong count, jlong result, jlong stream) {
+  if (count < 0) {
+    throw_plain(env, kInvalidInput, "count = " + std::to_string(count) + ": must be >= 0");
+    return;
+  }
+  check(env,
+        foldcp_nonfinite_scan(as_ptr<const void>(x), static_cast<uint64_t>(count), as_ptr<void>(result),
+                              as_ptr<struct CUstream_st>(stream)),
+        "foldcp_nonfinite_scan");
+}
+
 }  // extern "C"

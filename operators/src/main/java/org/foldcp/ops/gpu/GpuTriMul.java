@@ -3,10 +3,7 @@ package org.foldcp.ops.gpu;
 import java.nio.ByteBuffer;
 import java.nio.ShortBuffer;
 import java.util.ArrayList;
-import java.util.Iterator;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import jcuda.driver.CUevent_flags;
 import jcuda.driver.JCudaDriver;
@@ -55,7 +52,7 @@ public final class GpuTriMul implements TriMulBackend {
   private final Staging staging;
   private final int maxCachedLayers;
   private final long memoryBudget;
-  private final LinkedHashMap<String, NativeLayer> layers = new LinkedHashMap<>(16, 0.75f, true);
+  private final LayerCache layers;
   private Resident resident;
   private boolean closed;
 
@@ -66,7 +63,6 @@ public final class GpuTriMul implements TriMulBackend {
   private long downloads;
   private long bytesToDevice;
   private long bytesFromDevice;
-  private long layersCreated;
   private long residentAllocations;
 
   /** The GPU backend on device 0. */
@@ -113,6 +109,7 @@ public final class GpuTriMul implements TriMulBackend {
     this.device = dev;
     this.stream = s;
     this.staging = st;
+    this.layers = new LayerCache(dev, maxCachedLayers);
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU backend on device " + dev.ordinal() + " (" + dev.name()
         + ", sm_" + dev.major() + dev.minor() + "), " + NativeLibrary.LIBRARY_FILE + " from "
         + NativeLibrary.loadedFrom() + " (sm_" + NativeTriMul.targetSm() + ", CUDA runtime "
@@ -260,10 +257,7 @@ public final class GpuTriMul implements TriMulBackend {
           "must hold the (B, N, N, D) = " + x.shapeString() + " bf16 output, " + tensorBytes + " bytes");
     }
     device.makeCurrent();
-    long[] handles = new long[stack.size()];
-    for (int i = 0; i < handles.length; i++) {
-      handles[i] = layerHandle(stack.get(i));
-    }
+    long[] handles = layers.handles(stack);
     boolean masked = anyMasked(x);
     Resident r = resident(b, n, d, masked);
     boolean ok = false;
@@ -306,7 +300,7 @@ public final class GpuTriMul implements TriMulBackend {
       return y;
     } finally {
       if (ok) {
-        trimLayerCache();
+        layers.trim();
       } else {
         drainAfterFailure();
       }
@@ -484,42 +478,22 @@ public final class GpuTriMul implements TriMulBackend {
     return String.format(java.util.Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
   }
 
-  /** The native layer of {@code layer}, created on first use. */
-  private long layerHandle(TriMulLayer layer) {
-    String key = cacheKey(layer);
-    NativeLayer nl = layers.get(key);
-    if (nl == null) {
-      device.makeCurrent();
-      long h = NativeTriMul.createLayer(layer);
-      int d = layer.dim();
-      long bytes = 6L * d * d * 2 + 10L * d * 4;
-      nl = new NativeLayer(h, MemoryLeakCheck.register("native layer", bytes,
-          layer.spec() + ", D=" + d + ", digest " + layer.weights().digest().substring(0, 12)));
-      layers.put(key, nl);
-      layersCreated++;
-    }
-    return nl.handle;
-  }
-
-  /** Weights digest and everything the native layer bakes in: direction, residual, eps. */
-  static String cacheKey(TriMulLayer layer) {
-    return layer.weights().digest() + "|" + layer.direction() + "|" + layer.spec().residual() + "|"
-        + Float.floatToIntBits(layer.spec().eps());
-  }
-
-  /** Evicts least recently used layers beyond the limit; only called with the stream idle. */
-  private void trimLayerCache() {
-    Iterator<Map.Entry<String, NativeLayer>> it = layers.entrySet().iterator();
-    while (layers.size() > maxCachedLayers && it.hasNext()) {
-      NativeLayer nl = it.next().getValue();
-      it.remove();
-      nl.destroy(device);
-    }
-  }
-
   /** Native layers currently cached. */
   public synchronized int cachedLayers() {
     return layers.size();
+  }
+
+  /**
+   * The native layers of this device, shared with whoever else computes on it (the executor's
+   * {@code org.foldcp.ops.gpu.feed.StackFeed}), so that a layer is uploaded once per device.
+   */
+  public LayerCache layerCache() {
+    return layers;
+  }
+
+  /** The device memory budget given at construction (0: whatever is free). */
+  public long memoryBudget() {
+    return memoryBudget;
   }
 
   // ------------------------------------------------------------------------------------------
@@ -528,7 +502,7 @@ public final class GpuTriMul implements TriMulBackend {
   /** Counters since construction (a snapshot). */
   public synchronized Stats stats() {
     return new Stats(forwards, layerRuns, profiledLayerRuns, uploads, downloads, bytesToDevice, bytesFromDevice,
-        layersCreated, residentAllocations);
+        layers.created(), residentAllocations);
   }
 
   /** What the backend has done: calls, layer launches, transfers, allocations. */
@@ -613,10 +587,7 @@ public final class GpuTriMul implements TriMulBackend {
     closed = true;
     List<AutoCloseable> steps = new ArrayList<>();
     steps.add(stream::synchronize);
-    for (NativeLayer nl : layers.values()) {
-      steps.add(() -> nl.destroy(device));
-    }
-    layers.clear();
+    steps.add(layers);
     if (resident != null) {
       steps.add(resident);
     }
@@ -641,28 +612,6 @@ public final class GpuTriMul implements TriMulBackend {
 
   // ------------------------------------------------------------------------------------------
   // Owned pieces
-
-  /** A native layer handle with its leak-tracker entry. */
-  private static final class NativeLayer {
-    final long handle;
-    final long trackId;
-    boolean destroyed;
-
-    NativeLayer(long handle, long trackId) {
-      this.handle = handle;
-      this.trackId = trackId;
-    }
-
-    void destroy(GpuDevice device) {
-      if (destroyed) {
-        return;
-      }
-      destroyed = true;
-      MemoryLeakCheck.release(trackId);
-      device.setCurrent();
-      NativeTriMul.destroyLayer(handle);
-    }
-  }
 
   /** The device buffers of one (B, N, D). */
   private static final class Resident implements AutoCloseable {

@@ -92,6 +92,14 @@ public final class NativeTriMul {
   public static native void forwardProfiled(long layer, long x, long mask, long out, long batch, long n,
       long workspace, long workspaceBytes, long stream, float[] stageMs);
 
+  /**
+   * The device-side input check, asynchronous on {@code stream}: counts the NaN and Inf among the
+   * {@code count} bf16 values at {@code x} (16-byte aligned) and finds the first; writes two
+   * uint64 to the device memory at {@code result}: the count, and (index << 16) | bits of the
+   * first (all ones when there is none). Read them after the stream has run.
+   */
+  public static native void nonFiniteScan(long x, long count, long result, long stream);
+
   /** A native layer constructor with {@link #createLayer}'s parameters (this library's or the CP library's). */
   @FunctionalInterface
   public interface LayerCreator {

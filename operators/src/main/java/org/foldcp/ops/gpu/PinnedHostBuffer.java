@@ -20,13 +20,13 @@ import org.foldcp.ops.InvalidInputException;
  */
 public final class PinnedHostBuffer implements AutoCloseable {
   private final GpuDevice device;
-  private final Pointer pointer;
+  private final RawHandles.HostPtr pointer;
   private final ByteBuffer buffer;
   private final long bytes;
   private final long handleId;
   private boolean closed;
 
-  private PinnedHostBuffer(GpuDevice device, Pointer pointer, ByteBuffer buffer, long bytes, String purpose) {
+  private PinnedHostBuffer(GpuDevice device, RawHandles.HostPtr pointer, ByteBuffer buffer, long bytes, String purpose) {
     this.device = device;
     this.pointer = pointer;
     this.buffer = buffer;
@@ -38,7 +38,7 @@ public final class PinnedHostBuffer implements AutoCloseable {
     InvalidInputException.require(bytes >= 1 && bytes <= Integer.MAX_VALUE, "pinned buffer size", bytes,
         "must lie in [1, 2^31 - 1] bytes (a Java ByteBuffer views it)");
     device.makeCurrent();
-    Pointer p = new Pointer();
+    RawHandles.HostPtr p = new RawHandles.HostPtr();
     CudaDriver.check(JCudaDriver.cuMemAllocHost(p, bytes), "cuMemAllocHost(" + bytes + " bytes for " + purpose + ")");
     ByteBuffer bb = p.getByteBuffer(0, bytes);
     if (bb == null) {
@@ -54,6 +54,15 @@ public final class PinnedHostBuffer implements AutoCloseable {
   }
 
   public long bytes() { return bytes; }
+
+  /**
+   * The raw host address of the first byte, for bulk copies ({@link HostCopy}); valid only until
+   * {@link #close()}, like the views of {@link #buffer()}.
+   */
+  public long address() {
+    ensureOpen();
+    return pointer.address();
+  }
 
   /**
    * A fresh little-endian view of the whole buffer (position 0, limit = bytes); valid only until

@@ -3,6 +3,7 @@ package org.foldcp.ops.gpu;
 import jcuda.driver.CUdeviceptr;
 import jcuda.driver.CUevent;
 import jcuda.driver.CUstream;
+import jcuda.Pointer;
 
 /**
  * How raw addresses and handles get out of JCuda objects, for the JNI calls into our kernels.
@@ -22,6 +23,13 @@ final class RawHandles {
 
   /** A device pointer whose raw address can be read. */
   static final class DevicePtr extends CUdeviceptr {
+    long address() {
+      return getNativePointer() + getByteOffset();
+    }
+  }
+
+  /** A host pointer (cuMemAllocHost) whose raw address can be read, for bulk copies from Java. */
+  static final class HostPtr extends Pointer {
     long address() {
       return getNativePointer() + getByteOffset();
     }

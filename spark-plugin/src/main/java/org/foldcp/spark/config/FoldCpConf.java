@@ -16,6 +16,7 @@ import org.apache.spark.SparkConf;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.Reshard;
+import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.foldcp.ops.gpu.cp.StoreRoute;
 import scala.Tuple2;
 
@@ -121,6 +122,22 @@ public final class FoldCpConf implements Serializable {
           + " holding nothing on the device.",
       ValueParsers.intAtLeast(1));
 
+  public static final ConfKey<Long> GPU_PINNED_POOL_BYTES = new ConfKey<>(PREFIX + "gpu.pinnedPoolBytes",
+      "a byte count >= 32m with an optional suffix k, m, g, t (powers of 1024), e.g. 2g", "1g",
+      "Pinned (page-locked) host memory each executor allocates once for its GPU, in blocks of 16 MiB: every byte"
+          + " of a complex moves between Spark's rows and the GPU through it with bulk copies, the uploads, kernels and"
+          + " downloads of different complexes overlapped. Fixed for the executor's life; a complex larger than the"
+          + " pool streams through it.",
+      ValueParsers.byteSizeAtLeast(32L << 20));
+
+  public static final ConfKey<Integer> GPU_DEVICE_SLOTS = new ConfKey<>(PREFIX + "gpu.deviceSlots",
+      "an integer >= 2", "4",
+      "Complexes an executor's GPU holds at once between upload and download (each slot grows to the largest complex"
+          + " it held): at least 3 keep an upload, the kernels and a download busy together; more let several tasks"
+          + " feed the GPU. A complex whose slots and workspace would not fit in device memory runs on its own,"
+          + " in channel groups where needed.",
+      ValueParsers.intAtLeast(2));
+
   public static final ConfKey<Transport> CP_TRANSPORT = new ConfKey<>(PREFIX + "cp.transport",
       "one of auto, tcp, nvshmem", "auto",
       "How the cp ranks of the barrier route exchange the reshards: tcp runs the ranks on the CPU over a TCP"
@@ -178,7 +195,7 @@ public final class FoldCpConf implements Serializable {
 
   /** Every key, in the order of the README table and of {@link #asMap()}. */
   public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
-      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
+      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, GPU_PINNED_POOL_BYTES, GPU_DEVICE_SLOTS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
       NVSHMEM_STORE_ROUTE, NVSHMEM_RESHARD, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE, METRICS_LEVEL);
 
   private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
@@ -194,6 +211,8 @@ public final class FoldCpConf implements Serializable {
   private final int connectTimeoutMs;
   private final boolean gpuEnabled;
   private final int gpuConcurrentTasks;
+  private final long gpuPinnedPoolBytes;
+  private final int gpuDeviceSlots;
   private final Transport transport;
   private final String nvshmemHome;
   private final long nvshmemHeapBytes;
@@ -219,6 +238,8 @@ public final class FoldCpConf implements Serializable {
     this.connectTimeoutMs = CONNECT_TIMEOUT_MS.parse(all.get(CONNECT_TIMEOUT_MS.name()));
     this.gpuEnabled = GPU_ENABLED.parse(all.get(GPU_ENABLED.name()));
     this.gpuConcurrentTasks = GPU_CONCURRENT_TASKS.parse(all.get(GPU_CONCURRENT_TASKS.name()));
+    this.gpuPinnedPoolBytes = GPU_PINNED_POOL_BYTES.parse(all.get(GPU_PINNED_POOL_BYTES.name()));
+    this.gpuDeviceSlots = GPU_DEVICE_SLOTS.parse(all.get(GPU_DEVICE_SLOTS.name()));
     this.transport = CP_TRANSPORT.parse(all.get(CP_TRANSPORT.name()));
     this.nvshmemHome = NVSHMEM_HOME.parse(all.get(NVSHMEM_HOME.name()));
     this.nvshmemHeapBytes = NVSHMEM_HEAP_BYTES.parse(all.get(NVSHMEM_HEAP_BYTES.name()));
@@ -343,6 +364,11 @@ public final class FoldCpConf implements Serializable {
 
   /** Permits of an executor's GPU: how many of its tasks may hold it at once. */
   public int gpuConcurrentTasks() { return gpuConcurrentTasks; }
+
+  /** The sizes of each executor's GPU feed: its pinned pool and device slots. */
+  public FeedSettings feedSettings() {
+    return new FeedSettings(gpuPinnedPoolBytes, FeedSettings.DEFAULT_BLOCK_BYTES, gpuDeviceSlots);
+  }
 
   /** The configured transport of barrier teams (auto is resolved when a route is planned). */
   public Transport transport() { return transport; }

@@ -1,9 +1,11 @@
 package org.foldcp.spark.gpu;
 
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.foldcp.ops.StageTimes;
 import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.gpu.feed.StackFeed;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.tensor.PairTensor;
@@ -60,6 +62,15 @@ public final class BorrowedGpu implements TriMulBackend {
   public PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite, StageTimes.Sink sink) {
     requireLent();
     return backend.forward(x, stack, allowNonFinite, sink);
+  }
+
+  /**
+   * The executor's GPU feed, for tasks that move whole complexes as bytes (see
+   * {@link ExecutorGpu#feed()}); empty on a backend that has none.
+   */
+  public Optional<StackFeed> feed() {
+    requireLent();
+    return owner.feed();
   }
 
   /** Gives the permit back (once); the GPU state stays with the executor. */

@@ -3,12 +3,16 @@ package org.foldcp.spark.gpu;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Optional;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntFunction;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.TriMulBackend;
+import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.feed.FeedSettings;
+import org.foldcp.ops.gpu.feed.StackFeed;
 import org.foldcp.spark.config.FoldCpConf;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -38,19 +42,26 @@ public final class ExecutorGpu implements AutoCloseable {
   private final int deviceOrdinal;
   private final int permits;
   private final IntFunction<TriMulBackend> factory;
+  private final FeedSettings feedSettings;
   private final Semaphore semaphore;
   private final Map<Long, TaskLease> leases = new HashMap<>(); // by task attempt; guarded by itself
   private final Object lock = new Object();
   private TriMulBackend backend; // opened at the first borrow; guarded by lock
+  private StackFeed feed; // opened at the first feed(); guarded by lock
   private volatile boolean closed; // written under lock
 
   /** The GPU backend on {@code deviceOrdinal}, lent to {@code permits} tasks at a time. */
   public ExecutorGpu(int deviceOrdinal, int permits) {
-    this(deviceOrdinal, permits, GpuTriMul::new);
+    this(deviceOrdinal, permits, FeedSettings.DEFAULT, GpuTriMul::new);
   }
 
   /** With the backend made by {@code factory} from the device ordinal: tests pass a fake one. */
   ExecutorGpu(int deviceOrdinal, int permits, IntFunction<TriMulBackend> factory) {
+    this(deviceOrdinal, permits, FeedSettings.DEFAULT, factory);
+  }
+
+  /** With the sizes of the GPU feed (pinned pool, device slots) that the executor opens for its tasks. */
+  ExecutorGpu(int deviceOrdinal, int permits, FeedSettings feedSettings, IntFunction<TriMulBackend> factory) {
     InvalidInputException.require(deviceOrdinal >= 0, "GPU device ordinal", deviceOrdinal,
         "must be a CUDA device ordinal >= 0");
     InvalidInputException.require(permits >= 1, FoldCpConf.GPU_CONCURRENT_TASKS.name(), permits,
@@ -58,6 +69,7 @@ public final class ExecutorGpu implements AutoCloseable {
     this.deviceOrdinal = deviceOrdinal;
     this.permits = permits;
     this.factory = Objects.requireNonNull(factory, "factory");
+    this.feedSettings = Objects.requireNonNull(feedSettings, "feedSettings");
     this.semaphore = new Semaphore(permits, true);
   }
 
@@ -160,6 +172,23 @@ public final class ExecutorGpu implements AutoCloseable {
     }
   }
 
+  /**
+   * The executor's GPU feed ({@link StackFeed}: the pinned pool, the copy and compute streams and
+   * the device slots through which tasks move whole complexes with bulk copies only), opened at
+   * the first call on the executor's backend and its layers; empty when the backend is not our
+   * GPU backend (a test's fake). Shared by every task that borrows the GPU.
+   */
+  Optional<StackFeed> feed() {
+    synchronized (lock) {
+      requireOpen();
+      TriMulBackend b = backend();
+      if (feed == null && b instanceof GpuTriMul g) {
+        feed = new StackFeed(g.device(), g.layerCache(), feedSettings, g.memoryBudget());
+      }
+      return Optional.ofNullable(feed);
+    }
+  }
+
   void requireOpen() {
     if (closed) {
       throw new IllegalStateException("GPU " + deviceOrdinal + " of this executor is closed: the executor is"
@@ -173,24 +202,31 @@ public final class ExecutorGpu implements AutoCloseable {
   }
 
   /**
-   * Closes the backend, once: GpuTriMul frees its layers, buffers, staging, stream and context in
+   * Closes the feed (its slots, streams and pinned pool), then the backend, once: GpuTriMul frees its layers, buffers, staging, stream and context in
    * that order, after any forward in flight. Later borrows fail; a second close does nothing.
    */
   @Override
   public void close() {
     TriMulBackend open;
+    StackFeed openFeed;
     synchronized (lock) {
       if (closed) {
         return;
       }
       closed = true;
       open = backend;
+      openFeed = feed;
       backend = null;
+      feed = null;
     }
     if (open != null) {
       LOG.info("fold-cp: closing GPU {} of this executor ({}; {} of {} permits lent)", deviceOrdinal, open,
           permits - semaphore.availablePermits(), permits);
-      open.close();
+      // the feed first: it uses the backend's device and layers
+      RuntimeException e = Closeables.closeAll(null, openFeed, open);
+      if (e != null) {
+        throw e;
+      }
     }
   }
 

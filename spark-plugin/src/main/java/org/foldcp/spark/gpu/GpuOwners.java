@@ -9,6 +9,7 @@ import java.util.Objects;
 import java.util.function.IntFunction;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -63,14 +64,19 @@ public final class GpuOwners implements AutoCloseable {
    *
    * @throws IllegalStateException once {@link #close()} ran
    */
-  public synchronized ExecutorGpu device(int ordinal, int permits) {
+  public ExecutorGpu device(int ordinal, int permits) {
+    return device(ordinal, permits, FeedSettings.DEFAULT);
+  }
+
+  /** As {@link #device(int, int)}, with the sizes of the GPU's feed (fixed at its first use, as the permits). */
+  public synchronized ExecutorGpu device(int ordinal, int permits, FeedSettings feed) {
     if (closed) {
       throw new IllegalStateException("the GPUs of " + owner + " are closed: it has shut down, and no task can"
           + " borrow a GPU from it any more");
     }
     ExecutorGpu gpu = byDevice.get(ordinal);
     if (gpu == null) {
-      gpu = new ExecutorGpu(ordinal, permits, factory);
+      gpu = new ExecutorGpu(ordinal, permits, feed, factory);
       byDevice.put(ordinal, gpu);
     }
     return gpu;

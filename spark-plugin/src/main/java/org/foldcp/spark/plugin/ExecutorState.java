@@ -114,7 +114,7 @@ public final class ExecutorState implements AutoCloseable {
    * @throws IllegalStateException after the executor shut down
    */
   public ExecutorGpu gpu(int ordinal) {
-    return gpus.device(ordinal, conf.gpuConcurrentTasks());
+    return gpus.device(ordinal, conf.gpuConcurrentTasks(), conf.feedSettings());
   }
 
   /**

@@ -36,6 +36,18 @@ public interface RouteMetrics extends Serializable {
    */
   default void gpuStageTimes(StageTimes times) {}
 
+  /**
+   * GPU time of a complex's non-finite scan and layers on the GPU feed's compute stream (the
+   * device was busy with it; measured with events, no wait).
+   */
+  default void gpuBusyNanos(long nanos) {}
+
+  /**
+   * Time a task waited on the GPU feed: for a free pinned block or device slot, and for copies to
+   * finish before it could hand bytes on (the rest of its time it copied bytes or computed).
+   */
+  default void copyWaitNanos(long nanos) {}
+
   /** Reports nothing. */
   RouteMetrics NONE = new RouteMetrics() {};
 }

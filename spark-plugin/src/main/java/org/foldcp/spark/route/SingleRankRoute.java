@@ -2,9 +2,11 @@ package org.foldcp.spark.route;
 
 import java.util.Collections;
 import java.util.Iterator;
+import java.util.function.Supplier;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
+import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.tiles.PairTiles;
 import org.foldcp.spark.tiles.RowBands;
@@ -41,11 +43,19 @@ public final class SingleRankRoute implements TileRoute {
     SharedStack shared = SharedStack.of(tiles.context(), stack);
     // Streamed: one complex computed per pull (bands of the input gathered first, the output cut
     // into bands again when it is larger than one binary value).
-    return tiles.mapPartitions(in -> {
-      Iterator<TileRecord> whole = new StreamedForward(RowBands.gather(in), () -> TaskBackends.open(where, threads),
-          shared::get, plan, metrics);
-      return cutIntoBands(whole, bands);
-    });
+    return tiles.mapPartitions(in -> forward(in, () -> TaskBackends.open(where, threads), shared, plan, metrics, bands));
+  }
+
+  /**
+   * One partition's complexes through the stack on the backend {@code opener} opens at the first
+   * complex (and closes after the last): bands gathered into complexes first, outputs cut into
+   * bands again where they are larger than one binary value.
+   */
+  public static Iterator<TileRecord> forward(Iterator<TileRecord> in, Supplier<TriMulBackend> opener,
+                                             SharedStack shared, RoutePlan plan, RouteMetrics metrics,
+                                             RowBands bands) {
+    Iterator<TileRecord> whole = new StreamedForward(RowBands.gather(in), opener, shared::get, plan, metrics);
+    return cutIntoBands(whole, bands);
   }
 
   /** Rows of {@link PairTiles#SCHEMA}, each a whole complex, through the stack. */

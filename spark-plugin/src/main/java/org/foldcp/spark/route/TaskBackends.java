@@ -89,7 +89,8 @@ public final class TaskBackends {
    */
   static ExecutorGpu executorGpu(int ordinal) {
     return ExecutorState.current().map(state -> state.gpu(ordinal))
-        .orElseGet(() -> GpuOwners.processWide().device(ordinal, ExecutorConf.current().gpuConcurrentTasks()));
+        .orElseGet(() -> GpuOwners.processWide().device(ordinal, ExecutorConf.current().gpuConcurrentTasks(),
+            ExecutorConf.current().feedSettings()));
   }
 
   /**

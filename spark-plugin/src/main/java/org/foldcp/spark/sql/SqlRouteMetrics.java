@@ -37,6 +37,8 @@ final class SqlRouteMetrics implements RouteMetrics {
   static final String BYTES_IN = "bytesIn";
   static final String BYTES_OUT = "bytesOut";
   static final String RESHARD_BYTES = "reshardBytes";
+  static final String GPU_BUSY_TIME = "gpuBusyTime";
+  static final String COPY_WAIT_TIME = "copyWaitTime";
   static final String COMPUTE_TIME = "computeTime";
   static final String RESHARD_TIME = "reshardTime";
   static final String GPU_STAGE1_TIME = "gpuStage1Time";
@@ -54,6 +56,8 @@ final class SqlRouteMetrics implements RouteMetrics {
   private final SQLMetric bytesIn;
   private final SQLMetric bytesOut;
   private final SQLMetric reshardBytes;
+  private final SQLMetric gpuBusyTime;
+  private final SQLMetric copyWaitTime;
   private final SQLMetric computeTime;
   private final SQLMetric reshardTime;
   private final SQLMetric gpuStage1Time;
@@ -71,6 +75,8 @@ final class SqlRouteMetrics implements RouteMetrics {
     bytesIn = k.bytes(MetricsLevel.MODERATE, BYTES_IN, "pair bytes in");
     bytesOut = k.bytes(MetricsLevel.MODERATE, BYTES_OUT, "pair bytes out");
     reshardBytes = k.bytes(MetricsLevel.MODERATE, RESHARD_BYTES, "bytes resharded between ranks");
+    gpuBusyTime = k.nanos(MetricsLevel.MODERATE, GPU_BUSY_TIME, "GPU busy time (feed: scan + layers)");
+    copyWaitTime = k.nanos(MetricsLevel.MODERATE, COPY_WAIT_TIME, "time waiting for pinned blocks, slots, copies");
     computeTime = k.nanos(MetricsLevel.DEBUG, COMPUTE_TIME, "TriMul compute time");
     reshardTime = k.nanos(MetricsLevel.DEBUG, RESHARD_TIME, "reshard time");
     gpuStage1Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE1_TIME, "GPU stage 1 time (LN_in, projections, gates)");
@@ -172,6 +178,16 @@ final class SqlRouteMetrics implements RouteMetrics {
   public void fusedReshardBytes(long toChannels, long toTokens) {
     add(reshardToChannels, toChannels);
     add(reshardToTokens, toTokens);
+  }
+
+  @Override
+  public void gpuBusyNanos(long nanos) {
+    add(gpuBusyTime, nanos);
+  }
+
+  @Override
+  public void copyWaitNanos(long nanos) {
+    add(copyWaitTime, nanos);
   }
 
   @Override

@@ -14,6 +14,7 @@ import org.apache.spark.sql.execution.metric.SQLMetric;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.barrier.BarrierRoute;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.route.TileRoute;
 import org.foldcp.spark.tiles.Retiling;
 import org.foldcp.spark.tiles.TileRecord;
@@ -90,6 +91,9 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
   @Override
   public RDD<InternalRow> doExecute() {
     SqlRouteMetrics metrics = routeMetrics();
+    if (plan.kind == RoutePlan.Kind.SINGLE) {
+      return singleRank(child.execute(), ordinals(), SharedStack.of(sparkContext(), stack), plan, metrics);
+    }
     TileRoute route = Routes.forKind(plan.kind);
     JavaRDD<TileRecord> tiles = decode(child.execute(), ordinals());
     JavaRDD<TileRecord> out = route.run(tiles, stack, plan, metrics);
@@ -126,25 +130,49 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
     return rows.toJavaRDD().map(r -> TileRows.decode(r, ordinals));
   }
 
+  /** The cp = 1 route: rows to rows per partition ({@link SingleRankRows}: the GPU feed or the decoding path). */
+  private static RDD<InternalRow> singleRank(RDD<InternalRow> rows, int[] ordinals, SharedStack shared, RoutePlan plan,
+                                             SqlRouteMetrics metrics) {
+    return rows.toJavaRDD().mapPartitions(in -> SingleRankRows.forward(in, ordinals, shared, plan, metrics)).rdd();
+  }
+
+  /** Rows decoded one by one as they are pulled. */
+  static Iterator<TileRecord> decode(Iterator<InternalRow> rows, int[] ordinals) {
+    return new Iterator<>() {
+      @Override
+      public boolean hasNext() {
+        return rows.hasNext();
+      }
+
+      @Override
+      public TileRecord next() {
+        return TileRows.decode(rows.next(), ordinals);
+      }
+    };
+  }
+
   /** Output tiles cropped to N (tiles of padding only are dropped), one row each, counted. */
   private static JavaRDD<InternalRow> encode(JavaRDD<TileRecord> tiles, SqlRouteMetrics metrics) {
-    return tiles.mapPartitions(it -> {
-      java.util.function.Function<TileRecord, InternalRow> encoder = TileRows.encoder();
-      Iterator<TileRecord> out = cropped(it);
-      return new Iterator<InternalRow>() {
-        @Override
-        public boolean hasNext() {
-          return out.hasNext();
-        }
+    return tiles.mapPartitions(it -> encode(it, metrics));
+  }
 
-        @Override
-        public InternalRow next() {
-          InternalRow row = encoder.apply(out.next());
-          metrics.outputRow();
-          return row;
-        }
-      };
-    });
+  /** As {@link #encode(JavaRDD, SqlRouteMetrics)}, for one partition's iterator. */
+  static Iterator<InternalRow> encode(Iterator<TileRecord> it, SqlRouteMetrics metrics) {
+    java.util.function.Function<TileRecord, InternalRow> encoder = TileRows.encoder();
+    Iterator<TileRecord> out = cropped(it);
+    return new Iterator<InternalRow>() {
+      @Override
+      public boolean hasNext() {
+        return out.hasNext();
+      }
+
+      @Override
+      public InternalRow next() {
+        InternalRow row = encoder.apply(out.next());
+        metrics.outputRow();
+        return row;
+      }
+    };
   }
 
   private static Iterator<TileRecord> cropped(Iterator<TileRecord> tiles) {

@@ -1,0 +1,67 @@
+package org.foldcp.ops.gpu;
+
+import java.lang.reflect.Field;
+import sun.misc.Unsafe;
+
+/**
+ * Bulk copies between Java heap arrays (or any base object and offset, as Spark's UnsafeRow
+ * addresses its bytes) and raw host memory (pinned buffers), at memcpy speed: the host data path
+ * of the GPU feed moves every byte this way, once per direction, never element by element.
+ *
+ * <p>sun.misc.Unsafe (module jdk.unsupported, which Spark itself needs) is the only copy in Java 17
+ * from an array straight into native memory without a direct ByteBuffer per call. Copies run in
+ * slices of {@link #SLICE} bytes, so that a long copy lets the JVM reach a safepoint between
+ * slices (one call of copyMemory is not interruptible), as Spark's Platform.copyMemory does.
+ */
+public final class HostCopy {
+  /** Bytes per copyMemory call. */
+  static final long SLICE = 4L << 20;
+  private static final Unsafe UNSAFE = unsafe();
+  /** Offset of element 0 of a byte[] from the array object's base, for {@link #copy}. */
+  public static final long BYTE_ARRAY_OFFSET = UNSAFE.arrayBaseOffset(byte[].class);
+
+  private HostCopy() {}
+
+  private static Unsafe unsafe() {
+    try {
+      Field f = Unsafe.class.getDeclaredField("theUnsafe");
+      f.setAccessible(true);
+      return (Unsafe) f.get(null);
+    } catch (ReflectiveOperationException e) {
+      throw new ExceptionInInitializerError("sun.misc.Unsafe is not reachable (module jdk.unsupported): " + e);
+    }
+  }
+
+  /**
+   * Copies {@code len} bytes from (srcBase, srcOffset) to (dstBase, dstOffset): a base of null
+   * means the offset is a raw address; a byte[] base takes {@link #BYTE_ARRAY_OFFSET} + index.
+   * The caller guarantees both ranges are valid: nothing is checked here.
+   */
+  public static void copy(Object srcBase, long srcOffset, Object dstBase, long dstOffset, long len) {
+    while (len > 0) {
+      long n = Math.min(len, SLICE);
+      UNSAFE.copyMemory(srcBase, srcOffset, dstBase, dstOffset, n);
+      srcOffset += n;
+      dstOffset += n;
+      len -= n;
+    }
+  }
+
+  /** Copies {@code len} bytes of {@code src} from index {@code from} to the raw address {@code dst}. */
+  public static void toAddress(byte[] src, int from, long dst, long len) {
+    if (from < 0 || len < 0 || from > src.length - len) {
+      throw new IndexOutOfBoundsException("bytes [" + from + ", " + from + " + " + len + ") of a byte["
+          + src.length + "]");
+    }
+    copy(src, BYTE_ARRAY_OFFSET + from, null, dst, len);
+  }
+
+  /** Copies {@code len} bytes from the raw address {@code src} into {@code dst} from index {@code to}. */
+  public static void fromAddress(long src, byte[] dst, int to, long len) {
+    if (to < 0 || len < 0 || to > dst.length - len) {
+      throw new IndexOutOfBoundsException("bytes [" + to + ", " + to + " + " + len + ") of a byte["
+          + dst.length + "]");
+    }
+    copy(null, src, dst, BYTE_ARRAY_OFFSET + to, len);
+  }
+}

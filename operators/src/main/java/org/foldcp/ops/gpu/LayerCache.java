@@ -1,0 +1,117 @@
+package org.foldcp.ops.gpu;
+
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import org.foldcp.ops.layer.TriMulLayer;
+
+/**
+ * The native layers of one device, uploaded once and shared by everything that computes there
+ * (the backend's own forward and the feed's pipeline): keyed by the weights' digest and what the
+ * native layer bakes in, at most {@code maxEntries}, least recently used evicted.
+ *
+ * <p>Callers that launch kernels with a handle hold this object's monitor from {@link #handle}
+ * until the launch is queued, so that no eviction can free a layer between the two; an eviction
+ * waits for the whole device first ({@link GpuDevice#synchronize()}), since queued kernels on any
+ * stream may still read the layer.
+ */
+public final class LayerCache implements AutoCloseable {
+  private final GpuDevice device;
+  private final int maxEntries;
+  private final LinkedHashMap<String, Entry> entries = new LinkedHashMap<>(16, 0.75f, true);
+  private long created;
+
+  /** A native layer handle with its leak-tracker entry. */
+  private static final class Entry {
+    final long handle;
+    final long trackId;
+
+    Entry(long handle, long trackId) {
+      this.handle = handle;
+      this.trackId = trackId;
+    }
+  }
+
+  public LayerCache(GpuDevice device, int maxEntries) {
+    this.device = device;
+    this.maxEntries = maxEntries;
+  }
+
+  /** Weights digest and everything the native layer bakes in: direction, residual, eps. */
+  public static String key(TriMulLayer layer) {
+    return layer.weights().digest() + "|" + layer.direction() + "|" + layer.spec().residual() + "|"
+        + Float.floatToIntBits(layer.spec().eps());
+  }
+
+  /** The native layer of {@code layer} on this device, created (uploaded) on first use. */
+  public synchronized long handle(TriMulLayer layer) {
+    String key = key(layer);
+    Entry e = entries.get(key);
+    if (e == null) {
+      device.makeCurrent();
+      long h = NativeTriMul.createLayer(layer);
+      int d = layer.dim();
+      long bytes = 6L * d * d * 2 + 10L * d * 4;
+      e = new Entry(h, MemoryLeakCheck.register("native layer", bytes,
+          layer.spec() + ", D=" + d + ", digest " + layer.weights().digest().substring(0, 12)));
+      entries.put(key, e);
+      created++;
+    }
+    return e.handle;
+  }
+
+  /** The handles of a stack, in order (see {@link #handle}). */
+  public synchronized long[] handles(List<TriMulLayer> stack) {
+    long[] h = new long[stack.size()];
+    for (int i = 0; i < h.length; i++) {
+      h[i] = handle(stack.get(i));
+    }
+    return h;
+  }
+
+  /** Evicts least recently used layers beyond the limit, after the device has run what it was given. */
+  public synchronized void trim() {
+    if (entries.size() <= maxEntries) {
+      return;
+    }
+    device.synchronize();
+    Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator();
+    while (entries.size() > maxEntries && it.hasNext()) {
+      Entry e = it.next().getValue();
+      it.remove();
+      destroy(e);
+    }
+  }
+
+  private void destroy(Entry e) {
+    MemoryLeakCheck.release(e.trackId);
+    device.setCurrent();
+    NativeTriMul.destroyLayer(e.handle);
+  }
+
+  /** Layers cached now. */
+  public synchronized int size() {
+    return entries.size();
+  }
+
+  /** Layers created (uploaded) since construction: cache misses. */
+  public synchronized long created() {
+    return created;
+  }
+
+  /** Destroys every layer; the owner has drained every stream that may use them. */
+  @Override
+  public synchronized void close() {
+    List<AutoCloseable> steps = new ArrayList<>();
+    for (Entry e : entries.values()) {
+      steps.add(() -> destroy(e));
+    }
+    entries.clear();
+    RuntimeException first = Closeables.closeAll(null, steps.toArray(new AutoCloseable[0]));
+    if (first != null) {
+      throw first;
+    }
+  }
+}

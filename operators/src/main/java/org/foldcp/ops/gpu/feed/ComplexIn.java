@@ -1,0 +1,34 @@
+package org.foldcp.ops.gpu.feed;
+
+/**
+ * One whole complex as bytes wherever they live (a Spark row, a file, a heap array): its shape,
+ * and bulk copies of its bf16 pair values ([B][N][N][D], little-endian) and its uint8 mask
+ * ([B][N][N]) into raw host memory. The feed calls the copies block by block, in order, on the
+ * submitting thread, and is done with the source when {@link StackFeed#submit} returns.
+ */
+public interface ComplexIn {
+  int batch();
+
+  int n();
+
+  int dim();
+
+  /** Whether a mask comes with the values (else every position is valid). */
+  boolean hasMask();
+
+  /** Copies bytes [offset, offset + len) of the pair values to the raw address {@code dst}. */
+  void copyPair(long offset, long dst, long len);
+
+  /** Copies bytes [offset, offset + len) of the mask to the raw address {@code dst}. */
+  void copyMask(long offset, long dst, long len);
+
+  /** Bytes of the bf16 pair values. */
+  default long pairBytes() {
+    return 2L * batch() * n() * n() * dim();
+  }
+
+  /** Bytes of the uint8 mask. */
+  default long maskBytes() {
+    return (long) batch() * n() * n();
+  }
+}

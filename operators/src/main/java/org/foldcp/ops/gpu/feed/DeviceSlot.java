@@ -1,0 +1,102 @@
+package org.foldcp.ops.gpu.feed;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.foldcp.ops.gpu.Closeables;
+import org.foldcp.ops.gpu.DeviceBuffer;
+import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.GpuEvent;
+import org.foldcp.ops.gpu.GpuStream;
+import org.foldcp.ops.gpu.PinnedHostBuffer;
+
+/**
+ * Room on the device for one complex between its upload and its download: the pair tensor (the
+ * stack runs on it in place), the mask, the non-finite scan's result, and the slot's own upload
+ * and download streams, so that the copies of different complexes never wait on each other's
+ * streams (only on the events that order upload, compute and download of one complex).
+ *
+ * <p>Buffers grow to the largest complex the slot has held and stay (no reallocation while the
+ * shapes repeat). A slot is used by one thread at a time, between the feed's submit and the end
+ * of its drain.
+ */
+final class DeviceSlot implements AutoCloseable {
+  /** Bytes of the scan result: two uint64 (count, first key), see foldcp_nonfinite_scan. */
+  static final long RESULT_BYTES = 16;
+
+  final int index;
+  private final GpuDevice device;
+  final GpuStream up;
+  final GpuStream down;
+  /** After the last upload copy (the compute stream waits for it). */
+  final GpuEvent uploaded;
+  /** Timing events around the slot's scan and layers on the compute stream. */
+  final GpuEvent computeStart;
+  final GpuEvent computed;
+  final DeviceBuffer result;
+  final PinnedHostBuffer resultHost;
+  private DeviceBuffer x;
+  private DeviceBuffer mask;
+
+  DeviceSlot(GpuDevice device, int index) {
+    this.index = index;
+    this.device = device;
+    List<AutoCloseable> made = new ArrayList<>();
+    try {
+      up = add(made, GpuStream.create(device));
+      down = add(made, GpuStream.create(device));
+      uploaded = add(made, GpuEvent.create(device, false, "slot " + index + " uploaded"));
+      computeStart = add(made, GpuEvent.create(device, true, "slot " + index + " compute start"));
+      computed = add(made, GpuEvent.create(device, true, "slot " + index + " computed"));
+      result = add(made, DeviceBuffer.allocate(device, RESULT_BYTES, "slot " + index + " non-finite scan result"));
+      resultHost = add(made, PinnedHostBuffer.allocate(device, RESULT_BYTES, "slot " + index + " scan result (host)"));
+    } catch (RuntimeException e) {
+      java.util.Collections.reverse(made);
+      Closeables.closeAll(e, made.toArray(new AutoCloseable[0]));
+      throw e;
+    }
+  }
+
+  private static <T extends AutoCloseable> T add(List<AutoCloseable> made, T item) {
+    made.add(item);
+    return item;
+  }
+
+  /** Makes the slot hold a pair tensor of {@code xBytes} and a mask of {@code maskBytes} (0: none). */
+  void ensure(long xBytes, long maskBytes) {
+    if (x == null || x.bytes() < xBytes) {
+      DeviceBuffer old = x;
+      x = null;
+      Closeables.closeAll(null, old);
+      x = DeviceBuffer.allocate(device, xBytes, "feed slot " + index + " pair tensor");
+    }
+    if (maskBytes > 0 && (mask == null || mask.bytes() < maskBytes)) {
+      DeviceBuffer old = mask;
+      mask = null;
+      Closeables.closeAll(null, old);
+      mask = DeviceBuffer.allocate(device, maskBytes, "feed slot " + index + " mask");
+    }
+  }
+
+  DeviceBuffer x() {
+    return x;
+  }
+
+  DeviceBuffer mask() {
+    return mask;
+  }
+
+  /** Device bytes the slot's tensors hold now. */
+  long deviceBytes() {
+    return (x == null ? 0 : x.bytes()) + (mask == null ? 0 : mask.bytes());
+  }
+
+  /** Waits for the slot's streams, then frees everything; idempotent through its parts. */
+  @Override
+  public void close() {
+    RuntimeException e = Closeables.closeAll(null, up, down, computed, computeStart, uploaded, mask, x, result,
+        resultHost);
+    if (e != null) {
+      throw e;
+    }
+  }
+}

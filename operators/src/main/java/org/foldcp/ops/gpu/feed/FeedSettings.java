@@ -1,0 +1,37 @@
+package org.foldcp.ops.gpu.feed;
+
+import org.foldcp.ops.InvalidInputException;
+
+/**
+ * The sizes of an executor's GPU feed, fixed when it opens: the pinned pool (blocks x block bytes)
+ * and the device slots (complexes on the device at once: one being uploaded, one computed, one
+ * downloaded, plus one per extra task that feeds the GPU at the same time).
+ *
+ * @param poolBytes pinned host bytes of the pool, rounded down to whole blocks (at least 2 blocks)
+ * @param blockBytes bytes of one pinned block: the unit of every host copy and DMA transfer
+ * @param slots device slots (>= 2): how many complexes may be between upload and download at once
+ */
+public record FeedSettings(long poolBytes, long blockBytes, int slots) {
+  /** 16 MiB blocks: large enough for the DMA engines' full rate, small enough to stream through. */
+  public static final long DEFAULT_BLOCK_BYTES = 16L << 20;
+  /** 1 GiB of pinned memory: 64 blocks, a few in flight for each of up to 16 host threads. */
+  public static final long DEFAULT_POOL_BYTES = 1L << 30;
+  public static final int DEFAULT_SLOTS = 4;
+  public static final FeedSettings DEFAULT = new FeedSettings(DEFAULT_POOL_BYTES, DEFAULT_BLOCK_BYTES, DEFAULT_SLOTS);
+
+  public FeedSettings {
+    InvalidInputException.require(blockBytes >= (1L << 20) && blockBytes <= (1L << 30), "pinned block bytes",
+        blockBytes, "must lie in [1 MiB, 1 GiB]");
+    InvalidInputException.require(poolBytes >= 2 * blockBytes, "pinned pool bytes", poolBytes,
+        "must hold at least two blocks of " + blockBytes + " bytes");
+    InvalidInputException.require(poolBytes / blockBytes <= 65536, "pinned pool bytes", poolBytes,
+        "must hold at most 65536 blocks of " + blockBytes + " bytes");
+    InvalidInputException.require(slots >= 2, "device slots", slots,
+        "must be >= 2 (one complex computes while another one's bytes move)");
+  }
+
+  /** Whole blocks in the pool. */
+  public int blocks() {
+    return (int) (poolBytes / blockBytes);
+  }
+}

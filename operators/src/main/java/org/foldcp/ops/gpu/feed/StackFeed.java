@@ -1,0 +1,468 @@
+package org.foldcp.ops.gpu.feed;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.NonFiniteInputException;
+import org.foldcp.ops.gpu.Closeables;
+import org.foldcp.ops.gpu.DeviceBuffer;
+import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.GpuStream;
+import org.foldcp.ops.gpu.LayerCache;
+import org.foldcp.ops.gpu.NativeTriMul;
+import org.foldcp.ops.layer.TriMulLayer;
+
+/**
+ * Whole complexes through a layer stack on one GPU with the host side doing bulk copies only, and
+ * the copies of one complex overlapping the kernels of another: the executor's data path to its
+ * GPU (one per executor and device, shared by its tasks).
+ *
+ * <p>A complex goes {@link #submit submitted} (its bytes copied block by block into the pinned
+ * pool on the caller's thread, each block uploaded to a device slot as soon as it is full), then
+ * computed (the non-finite scan and every layer, in place, on the one compute stream, after the
+ * slot's upload), then {@link Ticket#drain drained} (downloaded block by block on the slot's
+ * stream, each block handed to the caller as soon as it has arrived). A caller that submits the
+ * next complex before draining the last one, or several callers at once, keep the upload, the
+ * kernels and the download busy at the same time.
+ *
+ * <p>Bounded: pinned memory is the pool's (fixed), device memory the slots' (each grown to the
+ * largest complex it held) plus one workspace (grown to the largest shape). A complex whose slots
+ * and workspace would not fit in device memory is not taken ({@link #fits}): the caller runs it
+ * through {@link org.foldcp.ops.gpu.GpuTriMul}, which can split it into channel groups.
+ *
+ * <p>Deadlock-free by construction: {@link #trySubmit} never waits for a slot, and a drain that
+ * holds a block only ever tries for more, so a thread that holds pool or slot resources always
+ * makes progress with what it holds.
+ */
+public final class StackFeed implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(StackFeed.class.getName());
+  /** Download blocks queued ahead of the one being handed over. */
+  static final int DOWNLOAD_LOOKAHEAD = 4;
+  private static final long WAIT_CHECK_MILLIS = 200;
+
+  private final GpuDevice device;
+  private final LayerCache layers;
+  private final long memoryBudget;
+  private final PinnedPool pool;
+  private final GpuStream compute;
+  private final List<DeviceSlot> slots = new ArrayList<>();
+  private final ArrayBlockingQueue<DeviceSlot> freeSlots;
+  private final Object computeLock = new Object();
+  private DeviceBuffer workspace; // guarded by computeLock
+  private volatile boolean closed;
+
+  private final AtomicLong complexes = new AtomicLong();
+  private final AtomicLong bytesIn = new AtomicLong();
+  private final AtomicLong bytesOut = new AtomicLong();
+  private final AtomicLong gpuNanos = new AtomicLong();
+  private final AtomicLong waitNanos = new AtomicLong();
+
+  /**
+   * Opens the feed on {@code device}: allocates the pinned pool, the compute stream and the slots'
+   * streams and events (the slots' tensors come with the first complexes).
+   *
+   * @param layers the device's native layers, shared with its backend
+   * @param memoryBudget device bytes the feed may hold (0: whatever is free)
+   */
+  public StackFeed(GpuDevice device, LayerCache layers, FeedSettings settings, long memoryBudget) {
+    this.device = Objects.requireNonNull(device, "device");
+    this.layers = Objects.requireNonNull(layers, "layers");
+    this.memoryBudget = memoryBudget;
+    this.freeSlots = new ArrayBlockingQueue<>(settings.slots(), true);
+    PinnedPool p = null;
+    GpuStream s = null;
+    try {
+      p = new PinnedPool(device, settings.blocks(), settings.blockBytes());
+      s = GpuStream.create(device);
+      for (int k = 0; k < settings.slots(); k++) {
+        DeviceSlot slot = new DeviceSlot(device, k);
+        slots.add(slot);
+        freeSlots.add(slot);
+      }
+    } catch (RuntimeException e) {
+      List<AutoCloseable> undo = new ArrayList<>(slots);
+      undo.add(s);
+      undo.add(p);
+      Closeables.closeAll(e, undo.toArray(new AutoCloseable[0]));
+      throw e;
+    }
+    this.pool = p;
+    this.compute = s;
+    LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
+        + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
+        + settings.slots() + " device slots, one compute stream and an upload and a download stream per slot");
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Submitting
+
+  /**
+   * Whether a complex of (B, N, D) goes through the feed: its slots (each may grow to it) and its
+   * workspace fit in device memory beside what the feed holds already.
+   */
+  public boolean fits(int batch, int n, int dim) {
+    long x = 2L * batch * n * n * dim;
+    long mask = (long) batch * n * n;
+    long need = slots.size() * (x + mask) + NativeTriMul.workspaceSize(batch, n, dim);
+    long held = heldDeviceBytes();
+    long free = device.memInfo().free() + held;
+    long budget = memoryBudget > 0 ? Math.min(memoryBudget, free) : free;
+    return need <= budget;
+  }
+
+  private long heldDeviceBytes() {
+    long held = 0;
+    for (DeviceSlot s : slots) {
+      held += s.deviceBytes();
+    }
+    synchronized (computeLock) {
+      held += workspace == null ? 0 : workspace.bytes();
+    }
+    return held;
+  }
+
+  /**
+   * Uploads {@code in} and queues the stack on it, waiting for a free device slot if need be.
+   * Returns once every byte of {@code in} is in pinned memory or on the device (the source may be
+   * reused then); the kernels and the download come later ({@link Ticket#drain}).
+   *
+   * @param what names the complex in errors (e.g. "complex 'c7'")
+   * @throws InvalidInputException when a layer's D differs from the complex's or the shape is not supported
+   */
+  public Ticket submit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
+    check(in, stack);
+    return start(acquireSlot(), in, stack, allowNonFinite, what);
+  }
+
+  /** As {@link #submit}, but returns null at once, reading nothing, when no slot is free. */
+  public Ticket trySubmit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
+    check(in, stack);
+    DeviceSlot slot = freeSlots.poll();
+    return slot == null ? null : start(slot, in, stack, allowNonFinite, what);
+  }
+
+  private static void check(ComplexIn in, List<TriMulLayer> stack) {
+    InvalidInputException.require(!stack.isEmpty(), "layer stack", "empty", "must hold at least one layer");
+    for (TriMulLayer l : stack) {
+      InvalidInputException.require(l.dim() == in.dim(), "layer D", l.dim(),
+          "must equal the pair tensor's D = " + in.dim());
+    }
+    NativeTriMul.checkShape(in.batch(), in.n(), in.dim());
+  }
+
+  private DeviceSlot acquireSlot() {
+    long t0 = System.nanoTime();
+    try {
+      DeviceSlot s;
+      while ((s = freeSlots.poll(WAIT_CHECK_MILLIS, TimeUnit.MILLISECONDS)) == null) {
+        requireOpen();
+      }
+      return s;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while waiting for a device slot of the GPU feed", e);
+    } finally {
+      waitNanos.addAndGet(System.nanoTime() - t0);
+    }
+  }
+
+  private Ticket start(DeviceSlot slot, ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
+    boolean queued = false;
+    try {
+      requireOpen();
+      device.makeCurrent();
+      long xBytes = in.pairBytes();
+      long maskBytes = in.hasMask() ? in.maskBytes() : 0;
+      slot.ensure(xBytes, maskBytes);
+      upload(slot, slot.x(), xBytes, in::copyPair);
+      if (maskBytes > 0) {
+        upload(slot, slot.mask(), maskBytes, in::copyMask);
+      }
+      slot.uploaded.record(slot.up);
+      enqueueStack(slot, in, stack, allowNonFinite, maskBytes > 0);
+      queued = true;
+      bytesIn.addAndGet(xBytes + maskBytes);
+      return new Ticket(slot, in.batch(), in.n(), in.dim(), xBytes, allowNonFinite, what);
+    } finally {
+      if (!queued) {
+        settle(slot);
+      }
+    }
+  }
+
+  /** A bulk copy of a source's bytes into raw memory. */
+  @FunctionalInterface
+  private interface Source {
+    void copy(long offset, long dst, long len);
+  }
+
+  /** Fills pinned blocks from {@code src} and uploads each on the slot's stream as soon as it is full. */
+  private void upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
+    long block = pool.blockBytes();
+    for (long off = 0; off < bytes; off += block) {
+      long len = Math.min(block, bytes - off);
+      PinnedPool.Block b = timedAcquire();
+      try {
+        src.copy(off, b.address(), len);
+        dst.copyFromHostAsync(off, b.buffer, 0, len, slot.up);
+      } catch (RuntimeException | Error e) {
+        pool.release(b, slot.up); // the copy may have been queued: the block waits for it
+        throw e;
+      }
+      pool.release(b, slot.up);
+    }
+  }
+
+  private PinnedPool.Block timedAcquire() {
+    long t0 = System.nanoTime();
+    PinnedPool.Block b = pool.acquire();
+    waitNanos.addAndGet(System.nanoTime() - t0);
+    return b;
+  }
+
+  /** The scan and the layers on the compute stream, after the slot's upload. */
+  private void enqueueStack(DeviceSlot slot, ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite,
+                            boolean masked) {
+    int b = in.batch();
+    int n = in.n();
+    int d = in.dim();
+    long x = slot.x().address();
+    long mask = masked ? slot.mask().address() : 0L;
+    synchronized (computeLock) {
+      DeviceBuffer ws = workspace(b, n, d);
+      synchronized (layers) { // no eviction between taking the handles and queueing their kernels
+        long[] handles = layers.handles(stack);
+        slot.uploaded.makeWait(compute);
+        slot.computeStart.record(compute);
+        if (!allowNonFinite) {
+          NativeTriMul.nonFiniteScan(x, (long) b * n * n * d, slot.result.address(), compute.handle());
+        }
+        for (long h : handles) {
+          NativeTriMul.forward(h, x, mask, x, b, n, ws.address(), ws.bytes(), d, compute.handle());
+        }
+        slot.computed.record(compute);
+      }
+    }
+  }
+
+  /** The workspace for (B, N, D), grown when a shape needs more (after the kernels that use it). */
+  private DeviceBuffer workspace(int b, int n, int d) {
+    long need = NativeTriMul.workspaceSize(b, n, d);
+    if (workspace == null || workspace.bytes() < need) {
+      compute.synchronize();
+      DeviceBuffer old = workspace;
+      workspace = null;
+      Closeables.closeAll(null, old);
+      workspace = DeviceBuffer.allocate(device, need, "feed workspace for (B, N, D) = (" + b + ", " + n + ", " + d
+          + ")");
+    }
+    return workspace;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Draining
+
+  /** What a drain measured: GPU time of the complex's scan and layers, host time spent waiting. */
+  public record Drained(long gpuNanos, long waitNanos, long bytes) {}
+
+  /**
+   * A complex whose stack is queued: {@link #drain} hands its output over and frees its slot.
+   * Exactly one drain (or {@link #abandon}) per ticket; one thread at a time.
+   */
+  public final class Ticket {
+    private final DeviceSlot slot;
+    private final int batch;
+    private final int n;
+    private final int dim;
+    private final long bytes;
+    private final boolean allowNonFinite;
+    private final String what;
+    private boolean done;
+
+    private Ticket(DeviceSlot slot, int batch, int n, int dim, long bytes, boolean allowNonFinite, String what) {
+      this.slot = slot;
+      this.batch = batch;
+      this.n = n;
+      this.dim = dim;
+      this.bytes = bytes;
+      this.allowNonFinite = allowNonFinite;
+      this.what = what;
+    }
+
+    /**
+     * Downloads the output block by block and hands each block to {@code out}, in order; frees
+     * the slot. Nothing reaches {@code out} when the input held NaN or Inf (unless allowed).
+     *
+     * @throws NonFiniteInputException naming the first (b, i, j, c), before any output is handed over
+     */
+    public Drained drain(ComplexOut out) {
+      requireUndrained();
+      done = true;
+      long waited = 0;
+      ArrayDeque<long[]> pending = new ArrayDeque<>(); // {block index in held, offset, len}
+      List<PinnedPool.Block> held = new ArrayList<>();
+      try {
+        device.makeCurrent();
+        slot.computed.makeWait(slot.down);
+        if (!allowNonFinite) {
+          slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
+        }
+        long gpu = -1;
+        long next = 0;
+        long handed = 0;
+        while (handed < bytes) {
+          while (next < bytes && pending.size() < DOWNLOAD_LOOKAHEAD) {
+            long t0 = System.nanoTime();
+            PinnedPool.Block b = pending.isEmpty() ? pool.acquire() : pool.tryAcquire();
+            waited += System.nanoTime() - t0;
+            if (b == null) {
+              break;
+            }
+            long len = Math.min(pool.blockBytes(), bytes - next);
+            held.add(b);
+            slot.x().copyToHostAsync(next, b.buffer, 0, len, slot.down);
+            b.lastUse.record(slot.down);
+            pending.add(new long[] {held.size() - 1, next, len});
+            next += len;
+          }
+          long[] p = pending.poll();
+          PinnedPool.Block b = held.get((int) p[0]);
+          long t0 = System.nanoTime();
+          b.lastUse.synchronize();
+          waited += System.nanoTime() - t0;
+          if (gpu < 0) {
+            // the complex's kernels ran before this block's copy: their time and the scan are readable
+            gpu = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
+            if (!allowNonFinite) {
+              throwIfNonFinite();
+            }
+          }
+          out.copyPair(p[1], b.address(), p[2]);
+          held.set((int) p[0], null);
+          pool.release(b);
+          handed += p[2];
+        }
+        gpuNanos.addAndGet(gpu);
+        waitNanos.addAndGet(waited);
+        bytesOut.addAndGet(bytes);
+        complexes.incrementAndGet();
+        return new Drained(gpu, waited, bytes);
+      } finally {
+        for (PinnedPool.Block b : held) {
+          if (b != null) {
+            pool.release(b, slot.down); // after the copies still queued into it
+          }
+        }
+        settle(slot);
+      }
+    }
+
+    /** Frees the slot without handing anything over (a task that stops before draining). */
+    public void abandon() {
+      if (!done) {
+        done = true;
+        settle(slot);
+      }
+    }
+
+    private void requireUndrained() {
+      if (done) {
+        throw new IllegalStateException("this ticket of " + what + " was drained or abandoned already");
+      }
+    }
+
+    private void throwIfNonFinite() {
+      ByteBuffer r = slot.resultHost.buffer();
+      long count = r.getLong(0);
+      if (count == 0) {
+        return;
+      }
+      long key = r.getLong(8);
+      long idx = key >>> 16;
+      short bits = (short) (key & 0xFFFF);
+      int c = (int) (idx % dim);
+      long rest = idx / dim;
+      int j = (int) (rest % n);
+      rest /= n;
+      int i = (int) (rest % n);
+      int b = (int) (rest / n);
+      throw new NonFiniteInputException(what, count, new int[] {b, i, j, c}, bits,
+          NonFiniteInputException.LIBRARY_HINT);
+    }
+
+    /** (B, N, D) of the complex. */
+    public int[] shape() {
+      return new int[] {batch, n, dim};
+    }
+  }
+
+  /** Returns a slot to the free list once everything queued on its streams has run. */
+  private void settle(DeviceSlot slot) {
+    try {
+      slot.up.synchronize();
+      slot.down.synchronize();
+      slot.computed.synchronize();
+    } finally {
+      freeSlots.add(slot);
+    }
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Counters and closing
+
+  /** What the feed has done since it opened (a snapshot). */
+  public record Stats(long complexes, long bytesIn, long bytesOut, long gpuNanos, long waitNanos, long pinnedBytes,
+                      long deviceBytes) {}
+
+  public Stats stats() {
+    return new Stats(complexes.get(), bytesIn.get(), bytesOut.get(), gpuNanos.get(), waitNanos.get(),
+        pool.totalBytes(), heldDeviceBytes());
+  }
+
+  /** The pinned pool (fixed size for the feed's life). */
+  public PinnedPool pool() {
+    return pool;
+  }
+
+  private void requireOpen() {
+    if (closed) {
+      throw new IllegalStateException("the GPU feed of device " + device.ordinal() + " is closed: its executor shut"
+          + " down");
+    }
+  }
+
+  /**
+   * Waits for everything queued, then frees the slots, the workspace, the compute stream and the
+   * pinned pool, in that order. Callers have drained or abandoned their tickets. Idempotent.
+   */
+  @Override
+  public void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
+    List<AutoCloseable> steps = new ArrayList<>();
+    steps.add(compute::synchronize);
+    steps.addAll(slots);
+    synchronized (computeLock) {
+      steps.add(workspace);
+      workspace = null;
+    }
+    steps.add(compute);
+    steps.add(pool);
+    RuntimeException e = Closeables.closeAll(null, steps.toArray(new AutoCloseable[0]));
+    if (e != null) {
+      throw e;
+    }
+  }
+
+  private static String mib(long bytes) {
+    return String.format(java.util.Locale.ROOT, "%.0f MiB", bytes / 1048576.0);
+  }
+}
