@@ -2,14 +2,19 @@ package org.foldcp.examples;
 
 import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.time.LocalDate;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.stream.IntStream;
 import org.apache.spark.SparkConf;
@@ -17,12 +22,14 @@ import org.apache.spark.api.java.function.MapFunction;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.storage.StorageLevel;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.feed.HeapComplex;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.Bf16;
 import org.foldcp.ops.tensor.PairTensor;
@@ -33,33 +40,37 @@ import org.foldcp.spark.sql.FoldCpOptions;
 import org.foldcp.spark.tiles.PairTiles;
 
 /**
- * The job's throughput beside its backend's (a benchmark, not a test): the same complexes
- * through the same layer stack, once as a Spark job in local mode (the forward stage alone: the
- * input is generated and cached in Spark first, the output goes to Spark's no-op sink) and once
- * as a bare loop over the backend in this JVM (on the CPU: CpuTriMul; on a GPU: GpuTriMul, our
- * JNI forward through pinned host staging: upload, kernels, download). Each arm runs one warm-up
- * complex, then {@code --repeats} timed passes over all complexes; the CSV gets the median pass
- * of each arm as complexes/s, and the job's share of the bare loop's.
+ * The job's throughput against what the device allows (a benchmark, not a test;
+ * docs/benchmarks.md, "The job"). The same complexes, made once as bytes, go through the same
+ * layer stack in every arm:
+ * <ul>
+ *   <li>job: the Spark job in local mode, the forward stage alone (the complexes cached in Spark
+ *       first, as rows of PairTiles.SCHEMA; the output to Spark's no-op sink);</li>
+ *   <li>bare: the backend's tensor forward in a loop in this JVM (GpuTriMul or CpuTriMul over
+ *       PairTensors);</li>
+ *   <li>on a GPU, the device's floors ({@link DeviceFloors}): compute_floor, copy_floor and
+ *       overlapped_floor.</li>
+ * </ul>
+ * Each arm runs a warm-up, then {@code --repeats} timed passes over all complexes; the arms take
+ * turns pass by pass, in an order that rotates, so that drift favours none. The CSV gets each arm's
+ * median pass as complexes/s and its share of the overlapped floor. The plain PyTorch loops a
+ * user would write (bench/job_peers.py) append their rows to the same CSV.
  *
  * <p>Usage: {@code JobBenchmark [--complexes 64] [--n 512] [--dim 128] [--layers 4]
- * [--backend cpu|gpu] [--slots 1] [--threads all cores] [--repeats 3] [--csv FILE]
- * [--commit SHA]}. The bare loop uses {@code --threads} CPU threads; the job runs
- * {@code --slots} tasks at once, each with {@code threads / slots} CPU threads, so both use the
- * same cores. On a GPU both arms use the one GPU: the job's {@code --slots} tasks all borrow the
- * executor's GPU ({@code spark.foldcp.gpu.concurrentTasks} = slots), so one task's row decoding
- * and encoding on the CPU overlap another's forward on the GPU (the forwards themselves take
- * turns); the bare loop is one thread.
+ * [--backend cpu|gpu] [--slots 1] [--threads all cores] [--repeats 3] [--csv FILE] [--append]
+ * [--commit SHA]}. The job runs {@code --slots} tasks at once (on a GPU they all borrow the
+ * executor's GPU and feed it together); the CPU bare loop uses {@code --threads} threads.
  */
 public final class JobBenchmark {
   /** The CSV columns, after the bench/results convention of a leading '#' line naming the command. */
   static final String HEADER = "date,commit,device,backend,complexes,N,D,layers,slots,threads,arm,median_s,"
-      + "complexes_per_s,job_over_bare,status";
+      + "complexes_per_s,share_of_overlapped_floor,status";
 
   private JobBenchmark() {}
 
   /** The settings of one run, parsed from the command line. */
   record Settings(int complexes, int n, int dim, int layers, String backend, int slots, int threads, int repeats,
-                  Path csv, String commit) {
+                  Path csv, boolean append, String commit) {
     static Settings parse(String[] args) {
       int complexes = 64;
       int n = 512;
@@ -70,9 +81,14 @@ public final class JobBenchmark {
       int threads = Runtime.getRuntime().availableProcessors();
       int repeats = 3;
       Path csv = null;
+      boolean append = false;
       String commit = System.getenv().getOrDefault("FOLDCP_COMMIT", "unknown");
       for (int i = 0; i < args.length; i++) {
         String key = args[i];
+        if (key.equals("--append")) {
+          append = true;
+          continue;
+        }
         InvalidInputException.require(i + 1 < args.length, key, "(no value)", "every option takes a value");
         String v = args[++i];
         switch (key) {
@@ -87,14 +103,14 @@ public final class JobBenchmark {
           case "--csv" -> csv = Path.of(v);
           case "--commit" -> commit = v;
           default -> throw InvalidInputException.of("option", key, "must be one of --complexes, --n, --dim, --layers,"
-              + " --backend, --slots, --threads, --repeats, --csv, --commit");
+              + " --backend, --slots, --threads, --repeats, --csv, --append, --commit");
         }
       }
       InvalidInputException.require(backend.equals("cpu") || backend.equals("gpu"), "--backend", backend,
           "must be cpu or gpu");
       InvalidInputException.require(threads >= slots, "--threads", threads,
           "must be >= --slots = " + slots + " (each task gets threads / slots CPU threads)");
-      return new Settings(complexes, n, dim, layers, backend, slots, threads, repeats, csv, commit);
+      return new Settings(complexes, n, dim, layers, backend, slots, threads, repeats, csv, append, commit);
     }
 
     private static int atLeast1(String key, String v) {
@@ -113,78 +129,103 @@ public final class JobBenchmark {
   }
 
   /**
-   * Complex {@code c} of the run: the same values in the job and in the bare loop. Values uniform
-   * in [-1.7, 1.7) (about unit variance), 10% of the pairs masked, one SplittableRandom per row,
-   * rows filled in parallel. The Gaussians of PairTensor.random (log, sqrt and cos per value) took
-   * about a second per (1, 512, 128) complex, so making the inputs, not folding them, was most of
-   * this benchmark's time on the H200 (its first run there timed out); the forward does not care
-   * which distribution its inputs come from.
+   * Complex {@code c} of the run as bytes: values uniform in [-1.7, 1.7) (about unit variance),
+   * 10% of the pairs masked, one SplittableRandom per row, rows made in parallel. The forward does
+   * not care which distribution its inputs come from, and making Gaussians per value took longer
+   * than folding them.
    */
-  static PairTensor complex(int c, int n, int dim) {
-    short[][] rows = new short[n][];
-    byte[][] mask = new byte[n][];
+  static HeapComplex complex(int c, int n, int dim) {
+    byte[] pair = new byte[Math.toIntExact(2L * n * n * dim)];
+    byte[] mask = new byte[n * n];
     IntStream.range(0, n).parallel().forEach(i -> {
       SplittableRandom rng = new SplittableRandom(1_000_003L * (1000L + c) + i);
-      short[] row = new short[n * dim];
-      for (int q = 0; q < row.length; q++) {
-        row[q] = Bf16.fromFloat((float) (rng.nextDouble() * 3.4 - 1.7));
+      ByteBuffer row = ByteBuffer.wrap(pair, i * n * dim * 2, n * dim * 2).order(ByteOrder.LITTLE_ENDIAN);
+      for (int q = 0; q < n * dim; q++) {
+        row.putShort(Bf16.fromFloat((float) (rng.nextDouble() * 3.4 - 1.7)));
       }
-      byte[] m = new byte[n];
       for (int j = 0; j < n; j++) {
-        m[j] = rng.nextDouble() < 0.1 ? (byte) 0 : (byte) 1;
+        mask[i * n + j] = rng.nextDouble() < 0.1 ? (byte) 0 : (byte) 1;
       }
-      rows[i] = row;
-      mask[i] = m;
     });
-    return PairTensor.wrap(1, n, n, dim, rows, mask);
+    return new HeapComplex(1, n, dim, pair, mask);
+  }
+
+  /** One arm: a warm-up, then a timed pass over all complexes per call of {@link #pass}. */
+  private interface Arm {
+    String name();
+
+    double pass(); // seconds for all complexes
   }
 
   public static void main(String[] args) {
     Settings s = Settings.parse(args);
     LayerStack stack = LayerStack.randomAlternating(s.layers(), s.dim(), 7, true);
+    System.out.printf(Locale.ROOT, "fold-cp job benchmark: %d complexes (1, %d, %d, %d), %d layers, backend %s,"
+        + " %d slots, %d threads, %d repeats%n", s.complexes(), s.n(), s.n(), s.dim(), s.layers(), s.backend(),
+        s.slots(), s.threads(), s.repeats());
+    List<HeapComplex> complexes = new ArrayList<>();
+    for (int c = 0; c < s.complexes(); c++) {
+      complexes.add(complex(c, s.n(), s.dim()));
+    }
     String device = s.gpu() ? "gpu" : "cpu " + Runtime.getRuntime().availableProcessors() + " cores";
-    System.out.printf(Locale.ROOT, "fold-cp job benchmark: %d complexes (1, %d, %d), %d layers, backend %s, %d slots,"
-        + " %d threads, %d repeats%n", s.complexes(), s.n(), s.dim(), s.layers(), s.backend(), s.slots(), s.threads(),
-        s.repeats());
-    double bare = median(bareLoop(s, stack));
-    double job;
+    Map<String, double[]> passes = new LinkedHashMap<>();
     SparkSession spark = session(s);
-    try {
-      job = median(sparkJob(spark, s, stack));
-      if (s.gpu()) {
+    try (TriMulBackend backend = s.gpu() ? new GpuTriMul(0) : new CpuTriMul(s.threads());
+         DeviceFloors floors = s.gpu() ? new DeviceFloors((GpuTriMul) backend, stack, complexes) : null) {
+      List<Arm> arms = new ArrayList<>();
+      arms.add(jobArm(spark, s, stack, complexes));
+      arms.add(bareArm(backend, stack, complexes));
+      if (floors != null) {
+        int count = s.complexes();
+        arms.add(arm("compute_floor", () -> floors.compute(count)));
+        arms.add(arm("copy_floor", () -> floors.copies(count)));
+        arms.add(arm("overlapped_floor", () -> floors.overlapped(count)));
         device = "gpu " + spark.sparkContext().resources().get("gpu").map(r -> String.join("+", r.addresses()))
-            .getOrElse(() -> "?");
+            .getOrElse(() -> "0");
+      }
+      for (Arm a : arms) {
+        a.pass(); // warm-up: JIT, layer uploads, the Spark cache, the executor's GPU feed
+        passes.put(a.name(), new double[s.repeats()]);
+      }
+      for (int r = 0; r < s.repeats(); r++) {
+        for (int k = 0; k < arms.size(); k++) {
+          Arm a = arms.get((k + r) % arms.size()); // rotated order per pass
+          passes.get(a.name())[r] = a.pass();
+        }
       }
     } finally {
       spark.stop();
     }
-    double bareRate = s.complexes() / bare;
-    double jobRate = s.complexes() / job;
-    System.out.printf(Locale.ROOT, "bare %s loop  %8.3f s  %8.2f complexes/s%n", s.backend(), bare, bareRate);
-    System.out.printf(Locale.ROOT, "spark job      %8.3f s  %8.2f complexes/s  (%.1f%% of the bare loop)%n", job,
-        jobRate, 100 * jobRate / bareRate);
-    if (s.csv() != null) {
-      writeCsv(s, device, args, bare, job);
-    }
+    report(s, device, args, passes);
   }
 
-  /** Seconds of each timed pass of the bare backend over all complexes (inputs made outside the timing). */
-  private static double[] bareLoop(Settings s, LayerStack stack) {
-    try (TriMulBackend backend = s.gpu() ? new GpuTriMul(0) : new CpuTriMul(s.threads())) {
-      backend.forward(complex(0, s.n(), s.dim()), stack); // warm-up: JIT, and on a GPU the layers' upload
-      double[] passes = new double[s.repeats()];
-      for (int r = 0; r < s.repeats(); r++) {
-        long nanos = 0;
-        for (int c = 0; c < s.complexes(); c++) {
-          PairTensor x = complex(c, s.n(), s.dim());
-          long t0 = System.nanoTime();
-          backend.forward(x, stack);
-          nanos += System.nanoTime() - t0;
-        }
-        passes[r] = nanos / 1e9;
+  private static Arm arm(String name, java.util.function.DoubleSupplier pass) {
+    return new Arm() {
+      @Override
+      public String name() {
+        return name;
       }
-      return passes;
+
+      @Override
+      public double pass() {
+        return pass.getAsDouble();
+      }
+    };
+  }
+
+  /** The backend's tensor forward per complex (the tensors made beforehand, outside the timing). */
+  private static Arm bareArm(TriMulBackend backend, LayerStack stack, List<HeapComplex> complexes) {
+    List<PairTensor> xs = new ArrayList<>();
+    for (HeapComplex c : complexes) {
+      xs.add(c.tensorOf(c.pair()));
     }
+    return arm("bare", () -> {
+      long t0 = System.nanoTime();
+      for (PairTensor x : xs) {
+        backend.forward(x, stack);
+      }
+      return (System.nanoTime() - t0) / 1e9;
+    });
   }
 
   private static SparkSession session(Settings s) {
@@ -193,41 +234,36 @@ public final class JobBenchmark {
         .setAppName("fold-cp job benchmark")
         .set("spark.sql.extensions", FoldCpExtensions.class.getName())
         .set("spark.ui.enabled", "false")
+        // one complex per cached batch: a batch's binary column is one ByteBuffer (< 2 GiB)
+        .set("spark.sql.inMemoryColumnarStorage.batchSize", "1")
         .set("spark.foldcp.route", s.backend())
         .set("spark.foldcp.cpu.threads", Integer.toString(Math.max(1, s.threads() / s.slots())));
     if (s.gpu()) {
       TriMulJob.localGpu(conf);
       conf.set(FoldCpConf.GPU_CONCURRENT_TASKS.name(), Integer.toString(s.slots()));
+      conf.set(FoldCpConf.GPU_DEVICE_SLOTS.name(), Integer.toString(s.slots() + 2));
     }
     return SparkSession.builder().config(conf).getOrCreate();
   }
 
   /**
-   * Seconds of each timed pass of the Spark job's forward stage: the complexes, generated in
-   * Spark and cached there beforehand (slots partitions), through FoldCp.apply into the no-op sink.
+   * The Spark job's forward stage: the complexes, cached in Spark beforehand (slots partitions),
+   * through FoldCp.apply into the no-op sink. The cache is built by the warm-up pass.
    */
-  private static double[] sparkJob(SparkSession spark, Settings s, LayerStack stack) {
-    Dataset<Row> warm = tiles(spark, 1, s);
-    FoldCp.apply(warm, stack, FoldCpOptions.fromConf()).write().format("noop").mode("overwrite").save();
-    Dataset<Row> in = tiles(spark, s.complexes(), s).persist(StorageLevel.MEMORY_ONLY());
-    long cached = in.count();
-    InvalidInputException.require(cached == s.complexes(), "cached complexes", cached, "must be " + s.complexes());
-    double[] passes = new double[s.repeats()];
-    for (int r = 0; r < s.repeats(); r++) {
-      long t0 = System.nanoTime();
-      FoldCp.apply(in, stack, FoldCpOptions.fromConf()).write().format("noop").mode("overwrite").save();
-      passes[r] = (System.nanoTime() - t0) / 1e9;
-    }
-    in.unpersist(true);
-    return passes;
-  }
-
-  private static Dataset<Row> tiles(SparkSession spark, int count, Settings s) {
+  private static Arm jobArm(SparkSession spark, Settings s, LayerStack stack, List<HeapComplex> complexes) {
     int n = s.n();
     int dim = s.dim();
-    return spark.range(0, count, 1, Math.min(count, s.slots()))
-        .map((MapFunction<Long, Row>) c -> PairTiles.toRow("c" + c, n, 0, 0, complex(c.intValue(), n, dim), 0),
-            Encoders.row(PairTiles.SCHEMA));
+    Dataset<Row> in = spark.range(0, complexes.size(), 1, Math.min(complexes.size(), s.slots()))
+        .map((MapFunction<Long, Row>) c -> {
+          HeapComplex x = complex(c.intValue(), n, dim);
+          return RowFactory.create("c" + c, n, 0, 0, n, n, dim, x.pair(), x.mask());
+        }, Encoders.row(PairTiles.SCHEMA))
+        .persist(StorageLevel.MEMORY_ONLY());
+    return arm("job", () -> {
+      long t0 = System.nanoTime();
+      FoldCp.apply(in, stack, FoldCpOptions.fromConf()).write().format("noop").mode("overwrite").save();
+      return (System.nanoTime() - t0) / 1e9;
+    });
   }
 
   private static double median(double[] xs) {
@@ -236,26 +272,37 @@ public final class JobBenchmark {
     return sorted[sorted.length / 2];
   }
 
-  private static void writeCsv(Settings s, String device, String[] args, double bare, double job) {
+  private static void report(Settings s, String device, String[] args, Map<String, double[]> passes) {
+    Double floor = passes.containsKey("overlapped_floor") ? s.complexes() / median(passes.get("overlapped_floor")) : null;
     String common = String.join(",", LocalDate.now().toString(), s.commit(), device.replace(',', ' '), s.backend(),
         Integer.toString(s.complexes()), Integer.toString(s.n()), Integer.toString(s.dim()),
         Integer.toString(s.layers()), Integer.toString(s.slots()), Integer.toString(s.threads()));
-    double ratio = bare / job;
     List<String> lines = new ArrayList<>();
-    lines.add("# JobBenchmark " + String.join(" ", args) + " (median of " + s.repeats() + " passes per arm;"
-        + " job = the forward stage over input cached in Spark, to the noop sink; bare = the backend's forward"
-        + " loop in one JVM)");
-    lines.add(HEADER);
-    lines.add(common + String.format(Locale.ROOT, ",bare,%.4f,%.3f,,ok", bare, s.complexes() / bare));
-    lines.add(common + String.format(Locale.ROOT, ",job,%.4f,%.3f,%.3f,ok", job, s.complexes() / job, ratio));
-    try {
-      if (s.csv().getParent() != null) {
-        Files.createDirectories(s.csv().getParent());
-      }
-      Files.write(s.csv(), lines, StandardCharsets.UTF_8);
-    } catch (IOException e) {
-      throw new UncheckedIOException("writing " + s.csv(), e);
+    if (!s.append() || s.csv() == null || !Files.exists(s.csv())) {
+      lines.add("# JobBenchmark " + String.join(" ", args) + " (median of " + s.repeats() + " passes per arm, arms"
+          + " rotated per pass; job = the forward stage over input cached in Spark, to the noop sink; bare = the"
+          + " backend's tensor forward in one JVM; floors = DeviceFloors on the same complexes)");
+      lines.add(HEADER);
     }
-    System.out.println("wrote " + s.csv());
+    for (Map.Entry<String, double[]> e : passes.entrySet()) {
+      double med = median(e.getValue());
+      double rate = s.complexes() / med;
+      String share = floor == null ? "" : String.format(Locale.ROOT, "%.3f", rate / floor);
+      lines.add(common + String.format(Locale.ROOT, ",%s,%.4f,%.3f,%s,ok", e.getKey(), med, rate, share));
+      System.out.printf(Locale.ROOT, "%-17s N=%-5d %8.3f s  %9.2f complexes/s%s%n", e.getKey(), s.n(), med, rate,
+          floor == null ? "" : String.format(Locale.ROOT, "  (%.1f%% of the overlapped floor)", 100 * rate / floor));
+    }
+    if (s.csv() != null) {
+      try {
+        if (s.csv().getParent() != null) {
+          Files.createDirectories(s.csv().getParent());
+        }
+        Files.write(s.csv(), lines, StandardCharsets.UTF_8, StandardOpenOption.CREATE,
+            s.append() ? StandardOpenOption.APPEND : StandardOpenOption.TRUNCATE_EXISTING);
+      } catch (IOException e) {
+        throw new UncheckedIOException("writing " + s.csv(), e);
+      }
+      System.out.println("wrote " + s.csv());
+    }
   }
 }

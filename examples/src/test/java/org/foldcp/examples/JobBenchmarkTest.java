@@ -32,19 +32,45 @@ class JobBenchmarkTest {
     assertEquals(512, s.n(), "the issue's shape by default");
   }
 
-  /** Both arms on the GPU (the Spark job in local mode on the driver's GPU, and GpuTriMul), one row each. */
+  /** On the CPU: the job and the bare loop, one row each, no floors (they are the device's). */
+  @Test
+  void onTheCpuTheJobAndTheBareLoopEachGetARow(@TempDir Path dir) throws IOException {
+    Path csv = dir.resolve("job-bench-cpu.csv");
+    JobBenchmark.main(new String[] {"--backend", "cpu", "--complexes", "2", "--n", "12", "--dim", "32", "--layers", "1",
+        "--repeats", "1", "--threads", "1", "--csv", csv.toString()});
+    List<String> lines = Files.readAllLines(csv);
+    assertTrue(lines.get(0).startsWith("# JobBenchmark "), lines.get(0));
+    assertEquals(JobBenchmark.HEADER, lines.get(1));
+    assertEquals(4, lines.size(), String.join("\n", lines));
+    assertTrue(lines.get(2).contains(",cpu,2,12,32,1,") && lines.get(2).contains(",job,"), lines.get(2));
+    assertTrue(lines.get(3).contains(",bare,") && lines.get(3).endsWith(",,ok"), lines.get(3));
+  }
+
+  /**
+   * On the GPU: the job, the bare loop and the device's three floors, one row each, every share of
+   * the overlapped floor filled in; a second run with --append adds rows under the same header.
+   */
   @Test
   @Tag("gpu")
-  void onAGpuBothArmsRunAndTheCsvHasOneRowEach(@TempDir Path dir) throws IOException {
+  void onAGpuEveryArmAndFloorGetsARow(@TempDir Path dir) throws IOException {
     String why = GpuTriMul.availability();
     Assumptions.assumeTrue(why == null, () -> "no usable GPU: " + why);
     Path csv = dir.resolve("job-bench.csv");
-    JobBenchmark.main(new String[] {"--backend", "gpu", "--complexes", "2", "--n", "64", "--dim", "32", "--layers", "2",
-        "--repeats", "1", "--csv", csv.toString()});
+    String[] args = {"--backend", "gpu", "--complexes", "3", "--n", "64", "--dim", "32", "--layers", "2",
+        "--repeats", "1", "--slots", "2", "--threads", "2", "--csv", csv.toString()};
+    JobBenchmark.main(args);
     List<String> lines = Files.readAllLines(csv);
     assertEquals(JobBenchmark.HEADER, lines.get(1));
-    assertEquals(4, lines.size(), String.join("\n", lines));
-    assertTrue(lines.get(2).contains(",gpu,2,64,32,2,") && lines.get(2).contains(",bare,"), lines.get(2));
-    assertTrue(lines.get(3).contains(",job,"), lines.get(3));
+    assertEquals(7, lines.size(), String.join("\n", lines));
+    List<String> arms = List.of("job", "bare", "compute_floor", "copy_floor", "overlapped_floor");
+    for (int k = 0; k < arms.size(); k++) {
+      String row = lines.get(2 + k);
+      assertTrue(row.contains(",gpu,3,64,32,2,2,2," + arms.get(k) + ","), row);
+      assertTrue(row.matches(".*,[0-9.]+,ok"), "a share of the overlapped floor: " + row);
+    }
+    String[] again = java.util.Arrays.copyOf(args, args.length + 1);
+    again[args.length] = "--append";
+    JobBenchmark.main(again);
+    assertEquals(12, Files.readAllLines(csv).size(), "appended under the same header");
   }
 }

@@ -1,0 +1,131 @@
+package org.foldcp.examples;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.function.MapFunction;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.RowFactory;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.functions;
+import org.apache.spark.storage.StorageLevel;
+import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.MemoryLeakCheck;
+import org.foldcp.ops.gpu.feed.HeapComplex;
+import org.foldcp.ops.layer.LayerStack;
+import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.sql.FoldCp;
+import org.foldcp.spark.sql.FoldCpExtensions;
+import org.foldcp.spark.sql.FoldCpOptions;
+import org.foldcp.spark.tiles.PairTiles;
+
+/**
+ * The GPU feed through the Spark job, checked on a GPU (bin/gpu-spark-run runs it; it needs the
+ * device and Spark, so it is a program, not a CI test): 200 complexes of mixed N (16 to 400, the
+ * largest bigger than the whole pinned pool of 32 MiB) through three tasks that feed one GPU at
+ * once; every output equals, byte for byte (SHA-256 of the pair bytes), the decoding path's output
+ * of the same complex (metrics level debug runs it); and a second pass leaves the pinned and
+ * device memory where the first left them. Prints PASS or FAIL lines; exits 1 on any FAIL.
+ */
+final class FeedCheck {
+  private static final int COMPLEXES = 200;
+  private static final int DIM = 128;
+  private static final int[] NS = {16, 40, 96, 150, 230};
+  private static final int LARGE_N = 400; // 41 MB of bf16: larger than the 32 MiB pool
+
+  private FeedCheck() {}
+
+  static int nOf(int c) {
+    return c % 25 == 24 ? LARGE_N : NS[c % NS.length];
+  }
+
+  public static void main(String[] args) {
+    String why = GpuTriMul.availability();
+    if (why != null) {
+      System.out.println("FeedCheck: SKIP (" + why + ")");
+      return;
+    }
+    SparkConf conf = new SparkConf().setMaster("local[3]").setAppName("fold-cp feed check")
+        .set("spark.sql.extensions", FoldCpExtensions.class.getName())
+        .set("spark.ui.enabled", "false")
+        .set("spark.sql.inMemoryColumnarStorage.batchSize", "1")
+        .set("spark.foldcp.route", "gpu")
+        .set(FoldCpConf.GPU_CONCURRENT_TASKS.name(), "3")
+        .set(FoldCpConf.GPU_PINNED_POOL_BYTES.name(), "32m");
+    TriMulJob.localGpu(conf);
+    SparkSession spark = SparkSession.builder().config(conf).getOrCreate();
+    boolean ok = true;
+    try {
+      LayerStack stack = LayerStack.randomAlternating(2, DIM, 11, true);
+      Dataset<Row> in = spark.range(0, COMPLEXES, 1, 6).map((MapFunction<Long, Row>) c -> {
+        int n = nOf(c.intValue());
+        HeapComplex x = JobBenchmark.complex(c.intValue(), n, DIM);
+        return RowFactory.create("c" + c, n, 0, 0, n, n, DIM, x.pair(), c % 3 == 0 ? null : x.mask());
+      }, Encoders.row(PairTiles.SCHEMA)).persist(StorageLevel.MEMORY_ONLY());
+      spark.conf().set(FoldCpConf.METRICS_LEVEL.name(), "debug"); // the decoding path (profiled forward)
+      Map<String, String> decoding = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
+      spark.conf().set(FoldCpConf.METRICS_LEVEL.name(), "moderate"); // the feed
+      long pinnedBefore = MemoryLeakCheck.openBytes("pinned host buffer");
+      Map<String, String> feed = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
+      long pinnedAfterFirst = MemoryLeakCheck.openBytes("pinned host buffer");
+      long freeAfterFirst = deviceFree();
+      Map<String, String> again = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
+      long pinnedAfterSecond = MemoryLeakCheck.openBytes("pinned host buffer");
+      long freeAfterSecond = deviceFree();
+
+      int same = 0;
+      List<String> differ = new ArrayList<>();
+      for (Map.Entry<String, String> e : decoding.entrySet()) {
+        if (e.getValue().equals(feed.get(e.getKey())) && e.getValue().equals(again.get(e.getKey()))) {
+          same++;
+        } else if (differ.size() < 5) {
+          differ.add(e.getKey());
+        }
+      }
+      ok &= report(decoding.size() == COMPLEXES && feed.size() == COMPLEXES && same == COMPLEXES,
+          String.format(Locale.ROOT, "%d of %d complexes (N 16..%d, %d of N = %d above the 32 MiB pool) equal the"
+              + " decoding path's output byte for byte%s", same, COMPLEXES, LARGE_N, COMPLEXES / 25, LARGE_N,
+              differ.isEmpty() ? "" : "; differ: " + differ));
+      ok &= report(pinnedAfterFirst - pinnedBefore == 32L << 20, String.format(Locale.ROOT,
+          "the feed opened its pinned pool once: +%d MiB of pinned memory (the pool: 32 MiB)",
+          (pinnedAfterFirst - pinnedBefore) >> 20));
+      ok &= report(pinnedAfterSecond == pinnedAfterFirst && freeAfterSecond == freeAfterFirst, String.format(Locale.ROOT,
+          "a second pass of the 200 left pinned memory (%d -> %d MiB) and free device memory (%d -> %d MiB) as the"
+              + " first did", pinnedAfterFirst >> 20, pinnedAfterSecond >> 20, freeAfterFirst >> 20,
+          freeAfterSecond >> 20));
+      in.unpersist(true);
+    } finally {
+      spark.stop();
+    }
+    System.out.println("FeedCheck: " + (ok ? "PASS" : "FAIL"));
+    if (!ok) {
+      System.exit(1);
+    }
+  }
+
+  private static boolean report(boolean pass, String what) {
+    System.out.println((pass ? "PASS " : "FAIL ") + what);
+    return pass;
+  }
+
+  /** SHA-256 of each output complex's pair bytes, by complex id. */
+  private static Map<String, String> digests(Dataset<Row> out) {
+    Map<String, String> m = new HashMap<>();
+    for (Row r : out.select(functions.col("complex_id"), functions.sha2(functions.col("pair"), 256)).collectAsList()) {
+      m.put(r.getString(0), r.getString(1));
+    }
+    return m;
+  }
+
+  private static long deviceFree() {
+    try (GpuDevice d = GpuDevice.open(0)) {
+      return d.memInfo().free();
+    }
+  }
+}
