@@ -506,6 +506,47 @@ static void error_tests() {
   foldcp_trimul_destroy(layer);
 }
 
+// The device-side NaN/Inf scan: counts and the first (smallest) index with its bits, for counts
+// that are and are not multiples of 8 (the 16-byte vectors and the tail), none found, and
+// several blocks' worth of values; a misaligned x is refused.
+static void nonfinite_test() {
+  bool ok = true;
+  const uint64_t counts[] = {1, 7, 8, 1000, 12345677, 33554432};
+  void* dres = nullptr;
+  CUDA_OK(cudaMalloc(&dres, 16));
+  for (uint64_t count : counts) {
+    std::vector<uint16_t> h(count, f2bf(1.5f));
+    std::vector<uint64_t> bad;
+    if (count > 3) bad = {count - 1, count / 2 + 1, 3};  // the first is 3
+    for (uint64_t i : bad) h[i] = (i % 2) ? 0x7FC0 : 0xFF80;  // NaN, -Inf
+    h[count / 3 > 4 ? count / 3 : 0] = 0x7F7F;               // the largest finite value is not one
+    void* dx = nullptr;
+    CUDA_OK(cudaMalloc(&dx, count * 2 + 16));
+    CUDA_OK(cudaMemcpy(dx, h.data(), count * 2, cudaMemcpyHostToDevice));
+    int rc = foldcp_nonfinite_scan(dx, count, dres, nullptr);
+    uint64_t r[2] = {0, 0};
+    CUDA_OK(cudaMemcpy(r, dres, 16, cudaMemcpyDeviceToHost));
+    std::sort(bad.begin(), bad.end());
+    bad.erase(std::unique(bad.begin(), bad.end()), bad.end());
+    const uint64_t want_first = bad.empty() ? ~0ull : ((bad[0] << 16) | h[bad[0]]);
+    const bool good = rc == FOLDCP_OK && r[0] == bad.size() && r[1] == want_first;
+    if (!good)
+      printf("FAIL nonfinite scan count=%llu: rc=%d found %llu first %llx, want %zu first %llx\n",
+             (unsigned long long)count, rc, (unsigned long long)r[0], (unsigned long long)r[1], bad.size(),
+             (unsigned long long)want_first);
+    ok = ok && good;
+    if (count == 1000) {
+      ok = expect_error("scan of a misaligned x", foldcp_nonfinite_scan(static_cast<char*>(dx) + 2, 8, dres, nullptr),
+                        FOLDCP_ERR_INVALID_ARGUMENT, "16-byte aligned") && ok;
+    }
+    cudaFree(dx);
+  }
+  cudaFree(dres);
+  printf("%s non-finite scan: counts and first index for 6 sizes (tails, several blocks), none found\n",
+         ok ? "PASS" : "FAIL");
+  if (!ok) ++g_failures;
+}
+
 // In place (out == x) must equal out of place, bit for bit; a 2-layer stack runs in place.
 static void inplace_test() {
   const int64_t B = 1, N = 200;
@@ -665,6 +706,7 @@ int main(int argc, char** argv) {
   }
   inplace_test();
   group_test(quick);
+  nonfinite_test();
   printf("TESTS: %s (%d failure(s); %d layer cases)\n", g_failures == 0 ? "ALL PASSED" : "FAILED", g_failures, n);
   return g_failures == 0 ? 0 : 1;
 }

@@ -117,9 +117,11 @@ public final class FoldCpConf implements Serializable {
 
   public static final ConfKey<Integer> GPU_CONCURRENT_TASKS = new ConfKey<>(PREFIX + "gpu.concurrentTasks",
       "an integer >= 1", "1",
-      "Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context,"
-          + " stream, pinned staging and layer cache, and further tasks wait (fair, in arrival order)"
-          + " holding nothing on the device.",
+      "Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context, layer"
+          + " cache and GPU feed (pinned pool, streams, device slots), and further tasks wait (fair, in arrival order)"
+          + " holding nothing on the device. On the cp = 1 route each task copies its complexes' bytes on its own"
+          + " thread, so as many tasks as the host needs to keep the GPU fed (the job benchmark's 8 on a 16-core"
+          + " host) is the setting to try.",
       ValueParsers.intAtLeast(1));
 
   public static final ConfKey<Long> GPU_PINNED_POOL_BYTES = new ConfKey<>(PREFIX + "gpu.pinnedPoolBytes",
@@ -188,9 +190,11 @@ public final class FoldCpConf implements Serializable {
   public static final ConfKey<MetricsLevel> METRICS_LEVEL = new ConfKey<>(PREFIX + "metrics.level",
       "one of essential, moderate, debug", "essential",
       "SQL metrics of the TriMul operator (Spark UI, explain(\"cost\")): essential keeps Spark's numOutputRows and"
-          + " opTime (compute plus reshard time); moderate adds tiles computed, tiles on a GPU and the pair and reshard"
-          + " bytes moved; debug adds the time per stage (compute, reshard), the fused reshard bytes per direction and,"
-          + " on the cp = 1 route's GPU, the kernel time of each TriMul stage (each layer then waits for its kernels).",
+          + " opTime (compute plus reshard time); moderate adds tiles computed, tiles on a GPU, the pair and reshard"
+          + " bytes moved and, on the cp = 1 route's GPU feed, the GPU busy time and the time tasks waited for pinned"
+          + " blocks, device slots and copies; debug adds the time per stage (compute, reshard), the fused reshard bytes per direction and,"
+          + " on the cp = 1 route's GPU, the kernel time of each TriMul stage (each layer then waits for its kernels, so debug runs the cp = 1 route's complexes through the tensor path,"
+          + " not the overlapped GPU feed).",
       ValueParsers.anyCaseEnum(MetricsLevel.class));
 
   /** Every key, in the order of the README table and of {@link #asMap()}. */

@@ -130,12 +130,16 @@ final class FeedForward implements Iterator<InternalRow> {
     return out.row();
   }
 
-  /** Frees the slots of complexes still in the feed (a task that stops early); idempotent. */
-  void abandon() {
+  /**
+   * At the task's end: frees the slots of complexes still in the feed (a task that stops early)
+   * and gives the output buffer to a later task; idempotent.
+   */
+  void finish() {
     InFlight f;
     while ((f = inFlight.poll()) != null) {
       f.ticket.abandon();
     }
+    out.release();
   }
 
   private static Iterator<InternalRow> prepend(InternalRow first, Iterator<InternalRow> rest) {

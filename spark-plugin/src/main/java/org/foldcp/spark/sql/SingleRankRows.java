@@ -55,7 +55,7 @@ final class SingleRankRows {
     TaskContext task = TaskContext.get();
     if (task != null) {
       task.addTaskCompletionListener((TaskCompletionListener) done -> {
-        f.abandon();
+        f.finish();
         backend.close();
       });
     }

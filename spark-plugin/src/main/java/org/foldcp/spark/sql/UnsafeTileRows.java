@@ -20,6 +20,15 @@ import org.foldcp.ops.gpu.feed.ComplexOut;
 final class UnsafeTileRows {
   private static final int FIELDS = TileRows.FIELDS;
   private static final int FIXED = 8 + 8 * FIELDS;
+  /**
+   * Buffers given back by earlier tasks of this executor, for the next ones: a 64 MiB to 1 GiB
+   * array is zeroed by the JVM when made, a pass over its memory as costly as filling it. Bounded
+   * to a quarter of the heap.
+   */
+  private static final java.util.concurrent.ConcurrentLinkedDeque<byte[]> SPARE =
+      new java.util.concurrent.ConcurrentLinkedDeque<>();
+  private static final java.util.concurrent.atomic.AtomicLong SPARE_BYTES = new java.util.concurrent.atomic.AtomicLong();
+  private static final long SPARE_LIMIT = Runtime.getRuntime().maxMemory() / 4;
   private byte[] buffer = new byte[0];
   private final UnsafeRow row = new UnsafeRow(FIELDS);
   private int pairStart;
@@ -42,7 +51,7 @@ final class UnsafeTileRows {
     InvalidInputException.require(total > 0, "output row of complex '" + complexId + "'", pairBytes + " pair bytes",
         "must stay below 2 GiB in one row");
     if (buffer.length < total) {
-      buffer = new byte[(int) total];
+      buffer = spareOrNew((int) total);
     }
     Object base = buffer;
     long at = Platform.BYTE_ARRAY_OFFSET;
@@ -96,6 +105,29 @@ final class UnsafeTileRows {
   /** The row begun last (valid until the next {@link #begin}). */
   UnsafeRow row() {
     return row;
+  }
+
+  /** A spare buffer of at least {@code bytes} (the first found), or a new one. */
+  private static byte[] spareOrNew(int bytes) {
+    for (java.util.Iterator<byte[]> it = SPARE.iterator(); it.hasNext();) {
+      byte[] b = it.next();
+      if (b.length >= bytes && SPARE.removeFirstOccurrence(b)) {
+        SPARE_BYTES.addAndGet(-b.length);
+        return b;
+      }
+    }
+    return new byte[bytes];
+  }
+
+  /** Gives this writer's buffer to a later task (when the spare buffers stay under their bound); the last row is void. */
+  void release() {
+    byte[] b = buffer;
+    buffer = new byte[0];
+    if (b.length > 0 && SPARE_BYTES.addAndGet(b.length) <= SPARE_LIMIT) {
+      SPARE.add(b);
+    } else if (b.length > 0) {
+      SPARE_BYTES.addAndGet(-b.length);
+    }
   }
 
   private static long pad(long len) {
