@@ -17,6 +17,7 @@ import org.apache.spark.storage.StorageLevel;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.gpu.MemoryLeakCheck;
+import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.gpu.feed.HeapComplex;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.config.FoldCpConf;
@@ -31,8 +32,9 @@ import org.foldcp.spark.tiles.PairTiles;
  * device and Spark, so it is a program, not a CI test): 200 complexes of mixed N (16 to 400, the
  * largest bigger than the whole pinned pool of 32 MiB) through three tasks that feed one GPU at
  * once; every output equals, byte for byte (SHA-256 of the pair bytes), the decoding path's output
- * of the same complex (metrics level debug runs it); and a second pass leaves the pinned and
- * device memory where the first left them. Prints PASS or FAIL lines; exits 1 on any FAIL.
+ * of the same complex (metrics level debug runs it); a second pass leaves the pinned memory where
+ * the first left it, and the device memory the feed takes stays within its slots' and workspace's
+ * bound. Prints PASS or FAIL lines; exits 1 on any FAIL.
  */
 final class FeedCheck {
   private static final int COMPLEXES = 200;
@@ -73,6 +75,7 @@ final class FeedCheck {
       Map<String, String> decoding = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
       spark.conf().set(FoldCpConf.METRICS_LEVEL.name(), "moderate"); // the feed
       long pinnedBefore = MemoryLeakCheck.openBytes("pinned host buffer");
+      long freeBefore = deviceFree();
       Map<String, String> feed = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
       long pinnedAfterFirst = MemoryLeakCheck.openBytes("pinned host buffer");
       long freeAfterFirst = deviceFree();
@@ -98,10 +101,17 @@ final class FeedCheck {
       ok &= report(pinnedAfterFirst - pinnedBefore == feedPinned, String.format(Locale.ROOT,
           "the feed opened its pinned memory once: +%d bytes (the 32 MiB pool and 4 slots' 16-byte scan results:"
               + " %d)", pinnedAfterFirst - pinnedBefore, feedPinned));
-      ok &= report(pinnedAfterSecond == pinnedAfterFirst && freeAfterSecond == freeAfterFirst, String.format(Locale.ROOT,
-          "a second pass of the 200 left pinned memory (%d -> %d MiB) and free device memory (%d -> %d MiB) as the"
-              + " first did", pinnedAfterFirst >> 20, pinnedAfterSecond >> 20, freeAfterFirst >> 20,
-          freeAfterSecond >> 20));
+      // device: 4 slots (the default), each grown at most to the largest complex, and one workspace;
+      // which slot grows when depends on the tasks' timing, so the bound is checked, not equality
+      long largest = 2L * LARGE_N * LARGE_N * DIM + (long) LARGE_N * LARGE_N;
+      long bound = 4 * largest + NativeTriMul.workspaceSize(1, LARGE_N, DIM) + (32L << 20); // + allocation granules
+      ok &= report(pinnedAfterSecond == pinnedAfterFirst, String.format(Locale.ROOT,
+          "a second pass of the 200 left pinned memory as the first did (%d -> %d bytes)", pinnedAfterFirst,
+          pinnedAfterSecond));
+      ok &= report(freeBefore - freeAfterSecond <= bound, String.format(Locale.ROOT,
+          "device memory the feed took over both passes: %d MiB (after the first pass %d MiB), within its bound of"
+              + " 4 slots of the largest complex and one workspace (%d MiB)", (freeBefore - freeAfterSecond) >> 20,
+          (freeBefore - freeAfterFirst) >> 20, bound >> 20));
       in.unpersist(true);
     } finally {
       spark.stop();
