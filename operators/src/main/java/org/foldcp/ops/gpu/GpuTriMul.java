@@ -5,8 +5,6 @@ import java.nio.ShortBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import jcuda.driver.CUevent_flags;
-import jcuda.driver.JCudaDriver;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.StageTimes;
 import org.foldcp.ops.TriMulBackend;
@@ -671,20 +669,15 @@ public final class GpuTriMul implements TriMulBackend {
    */
   private static final class Staging implements AutoCloseable {
     private final GpuDevice device;
-    private final RawHandles.EventHandle[] events = new RawHandles.EventHandle[2];
-    private final long[] eventIds = new long[2];
+    private final GpuEvent[] events = new GpuEvent[2];
     private final PinnedHostBuffer[] bufs = new PinnedHostBuffer[2];
     private long capacity;
 
     Staging(GpuDevice device) {
       this.device = device;
-      device.makeCurrent();
       try {
         for (int k = 0; k < 2; k++) {
-          RawHandles.EventHandle ev = new RawHandles.EventHandle();
-          CudaDriver.check(JCudaDriver.cuEventCreate(ev, CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-          events[k] = ev;
-          eventIds[k] = MemoryLeakCheck.register("event", 0, "staging event " + k + " on device " + device.ordinal());
+          events[k] = GpuEvent.create(device, false, "staging event " + k);
         }
       } catch (RuntimeException e) {
         closeAll(e, this);
@@ -714,19 +707,19 @@ public final class GpuTriMul implements TriMulBackend {
 
     /** Buffer k, once the last copy that used it has finished. */
     PinnedHostBuffer acquire(int k) {
-      CudaDriver.check(JCudaDriver.cuEventSynchronize(events[k]), "cuEventSynchronize (staging buffer " + k + ")");
+      events[k].synchronize();
       return bufs[k];
     }
 
     /** Marks buffer k as used by the copy just queued on {@code stream}. */
     void recordUse(int k, GpuStream stream) {
-      CudaDriver.check(JCudaDriver.cuEventRecord(events[k], stream.stream()), "cuEventRecord");
+      events[k].record(stream);
     }
 
     private void awaitAll() {
-      for (int k = 0; k < 2; k++) {
-        if (events[k] != null) {
-          CudaDriver.check(JCudaDriver.cuEventSynchronize(events[k]), "cuEventSynchronize (staging buffer " + k + ")");
+      for (GpuEvent e : events) {
+        if (e != null) {
+          e.synchronize();
         }
       }
     }
@@ -740,17 +733,8 @@ public final class GpuTriMul implements TriMulBackend {
       });
       steps.add(bufs[0]);
       steps.add(bufs[1]);
-      for (int k = 0; k < 2; k++) {
-        final int kk = k;
-        if (events[k] != null) {
-          steps.add(() -> {
-            MemoryLeakCheck.release(eventIds[kk]);
-            RawHandles.EventHandle ev = events[kk];
-            events[kk] = null;
-            CudaDriver.check(JCudaDriver.cuEventDestroy(ev), "cuEventDestroy");
-          });
-        }
-      }
+      steps.add(events[0]);
+      steps.add(events[1]);
       bufs[0] = null;
       bufs[1] = null;
       RuntimeException e = closeAll(null, steps.toArray(new AutoCloseable[0]));

@@ -120,7 +120,7 @@ public final class FoldCpConf implements Serializable {
       "Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context, layer"
           + " cache and GPU feed (pinned pool, streams, device slots), and further tasks wait (fair, in arrival order)"
           + " holding nothing on the device. On the cp = 1 route each task copies its complexes' bytes on its own"
-          + " thread, so as many tasks as the host needs to keep the GPU fed (the job benchmark's 8 on a 16-core"
+          + " thread, so as many tasks as the host needs to keep the GPU fed (the job benchmark's 16 on a 16-core"
           + " host) is the setting to try.",
       ValueParsers.intAtLeast(1));
 
