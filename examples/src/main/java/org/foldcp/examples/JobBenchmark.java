@@ -189,16 +189,50 @@ public final class JobBenchmark {
         a.pass(); // warm-up: JIT, layer uploads, the Spark cache, the executor's GPU feed
         passes.put(a.name(), new double[s.repeats()]);
       }
+      JobMetrics metrics = JobMetrics.listenTo(spark);
+      double lastJobPass = 0;
       for (int r = 0; r < s.repeats(); r++) {
         for (int k = 0; k < arms.size(); k++) {
           Arm a = arms.get((k + r) % arms.size()); // rotated order per pass
+          if (a.name().equals("job")) {
+            metrics.reset();
+          }
           passes.get(a.name())[r] = a.pass();
+          if (a.name().equals("job")) {
+            lastJobPass = passes.get(a.name())[r];
+          }
         }
       }
+      printJobMetrics(metrics.last(), lastJobPass, s.slots());
     } finally {
       spark.stop();
     }
     report(s, device, args, passes);
+  }
+
+  /**
+   * Where the job's last pass went, from the operator's SQL metrics (summed over its tasks) beside
+   * the pass's wall time times its task slots: the tasks' time in the operator (opTime), the GPU
+   * time of the complexes' kernels (gpuBusyTime: the GPU's share of the wall time), and the tasks'
+   * waits for pinned blocks, device slots and copies (copyWaitTime).
+   */
+  private static void printJobMetrics(Map<String, Long> m, double wallSeconds, int slots) {
+    if (m.isEmpty()) {
+      System.out.println("job metrics: none caught");
+      return;
+    }
+    StringBuilder b = new StringBuilder(String.format(Locale.ROOT,
+        "job metrics, last pass (wall %.3f s, %d task slots = %.3f task-s):", wallSeconds, slots, wallSeconds * slots));
+    for (String k : List.of("opTime", "gpuBusyTime", "copyWaitTime")) {
+      Long nanos = m.get(k);
+      if (nanos != null) {
+        b.append(String.format(Locale.ROOT, " %s %.3f s", k, nanos / 1e9));
+      }
+    }
+    if (m.get("gpuBusyTime") != null && wallSeconds > 0) {
+      b.append(String.format(Locale.ROOT, "; GPU busy %.0f%% of the wall time", 100 * m.get("gpuBusyTime") / 1e9 / wallSeconds));
+    }
+    System.out.println(b);
   }
 
   private static Arm arm(String name, java.util.function.DoubleSupplier pass) {
@@ -243,6 +277,7 @@ public final class JobBenchmark {
         // which copies every binary value twice and allocates it anew on each read
         .set("spark.sql.cache.serializer", RowCachedBatchSerializer.class.getName())
         .set("spark.foldcp.route", s.backend())
+        .set(FoldCpConf.METRICS_LEVEL.name(), "moderate") // gpuBusyTime, copyWaitTime: no wait added
         .set("spark.foldcp.cpu.threads", Integer.toString(Math.max(1, s.threads() / s.slots())));
     if (s.gpu()) {
       TriMulJob.localGpu(conf);
