@@ -1,11 +1,13 @@
 package org.foldcp.examples;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Locale;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.io.OutputPath;
 
 /** Command-line options of {@link TriMulJob}; every option has a default that runs as is. */
 final class JobOptions {
@@ -117,6 +119,9 @@ final class JobOptions {
     }
     InvalidInputException.require(o.weights == null || !o.prefixes.isEmpty(), "--prefix", "(none)",
         "--weights needs at least one --prefix naming a layer in the file");
+    if (o.output != null) {
+      OutputPath.requireWritable(Path.of(o.output), "--output"); // before any work, not after hours of it
+    }
     return o;
   }
 

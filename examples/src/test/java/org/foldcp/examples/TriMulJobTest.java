@@ -120,6 +120,21 @@ class TriMulJobTest {
     assertTrue(verbose.errLines().size() > 1 && verbose.err.contains("\tat org.foldcp.examples.JobOptions"), verbose.err);
   }
 
+  /**
+   * An --output the job could not write fails before any work (no Spark starts: nothing is
+   * printed on stdout), in one line naming the path and the rule: a missing folder, a folder.
+   */
+  @Test
+  void anOutputItCannotWriteIsOneLineBeforeAnyWork(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) {
+    String missing = dir.resolve("no/such/out.npy").toString();
+    Outcome r = execute("--n", "16", "--dim", "16", "--complexes", "1", "--output", missing);
+    oneLineError(r, "--output = '" + missing + "'", "does not exist: create it first");
+    assertEquals("", r.out, "no work started");
+    r = execute("--n", "16", "--dim", "16", "--complexes", "1", "--output", dir.toString());
+    oneLineError(r, "--output = '" + dir + "'", "is a folder: name a file to write");
+    assertEquals("", r.out, "no work started");
+  }
+
   @Test
   void badFoldCpSettingsAreOneLineAndExitTwo() {
     String[] small = {"--n", "16", "--dim", "16", "--complexes", "1", "--master", "local[2]"};

@@ -52,6 +52,21 @@ public final class FoldCpData {
     return spark.read().format(NpyTilesSource.SHORT_NAME).option(NpyTilesScan.MAX_TILE_BYTES, maxTileBytes).load(dir);
   }
 
+  /** The output directory must not exist yet, and its parent must not be a file (checked on the driver). */
+  private static void requireNewDirectory(SparkSession spark, String dir) {
+    try {
+      org.apache.hadoop.fs.Path p = new org.apache.hadoop.fs.Path(dir);
+      org.apache.hadoop.fs.FileSystem fs = p.getFileSystem(hadoopConf(spark));
+      InvalidInputException.require(!fs.exists(p), "output directory", "'" + dir + "'",
+          "exists already: name a new directory (Hadoop's rule for output directories; nothing is overwritten)");
+      org.apache.hadoop.fs.Path parent = p.getParent();
+      InvalidInputException.require(parent == null || !fs.exists(parent) || fs.getFileStatus(parent).isDirectory(),
+          "output directory", "'" + dir + "'", "its parent " + parent + " is a file, not a directory");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("checking the output directory " + dir, e);
+    }
+  }
+
   /** {@link #writeNpyDirectory(Dataset, String, int)} with rank 4: each file (1, N, N, D). */
   public static void writeNpyDirectory(Dataset<Row> tiles, String dir) {
     writeNpyDirectory(tiles, dir, 4);
@@ -69,6 +84,7 @@ public final class FoldCpData {
   public static void writeNpyDirectory(Dataset<Row> tiles, String dir, int rank) {
     InvalidInputException.require(rank == 3 || rank == 4, "rank", rank,
         "must be 4 for (1, N, N, D) files or 3 for (N, N, D)");
+    requireNewDirectory(tiles.sparkSession(), dir); // before the tiles are computed
     String id = PairTiles.SCHEMA.fields()[0].name();
     // the columns of the schema in its order, whatever else the tiles carry (TileRecord.fromRow reads by position)
     Dataset<Row> sorted = tiles.select(PairTiles.SCHEMA.fieldNames()[0], java.util.Arrays.copyOfRange(

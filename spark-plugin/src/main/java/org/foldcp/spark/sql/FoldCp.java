@@ -18,6 +18,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.cp.ShardLayout;
 import org.foldcp.ops.io.Npy;
+import org.foldcp.ops.io.OutputPath;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.route.RoutePlan;
@@ -135,6 +136,7 @@ public final class FoldCp {
    * the .npy input it came from.
    */
   public static void writeNpy(Dataset<Row> outTiles, String complexId, Path out, int rank) {
+    OutputPath.requireWritable(out, "output file"); // before the tiles are computed and collected
     List<Row> rows = outTiles.filter(functions.col(COMPLEX_ID).equalTo(functions.lit(complexId))).collectAsList();
     Npy.writePair(out, assemble(rows, complexId), rank);
   }

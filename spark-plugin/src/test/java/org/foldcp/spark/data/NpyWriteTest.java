@@ -1,5 +1,6 @@
 package org.foldcp.spark.data;
 
+import org.foldcp.ops.InvalidInputException;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -37,6 +38,26 @@ class NpyWriteTest extends DataSession {
   /** Where a failing attempt saw its half-written file; the task closures run in this JVM (local mode). */
   private static final List<Path> PARTIAL = new ArrayList<>();
   private static final AtomicInteger FAILURES = new AtomicInteger();
+
+  /**
+   * Outputs that cannot be written fail before the tiles are computed (the tiles here fail
+   * loudly if computed), naming the path and the rule: a directory that exists, a file in a
+   * missing folder, a folder as the file.
+   */
+  @Test
+  void outputsThatCannotBeWrittenFailBeforeAnyWork() throws IOException {
+    Dataset<Row> poisoned = spark.range(1).selectExpr("raise_error('the tiles were computed') AS complex_id");
+    Path existing = Files.createDirectory(dir.resolve("there"));
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpData.writeNpyDirectory(poisoned, DataSession.uri(existing)));
+    assertTrue(e.getMessage().contains("exists already: name a new directory"), e.getMessage());
+    Path missing = dir.resolve("no/such/out.npy");
+    e = assertThrows(InvalidInputException.class, () -> FoldCp.writeNpy(poisoned, "a", missing));
+    assertTrue(e.getMessage().startsWith("output file = '" + missing + "'") && e.getMessage().contains("does not exist"),
+        e.getMessage());
+    e = assertThrows(InvalidInputException.class, () -> FoldCp.writeNpy(poisoned, "a", existing));
+    assertTrue(e.getMessage().contains("is a folder"), e.getMessage());
+  }
 
   @Test
   void theOperatorsOutputWrittenPerComplexEqualsTheSingleFilePathByteForByte() throws IOException {
