@@ -6,10 +6,13 @@ import java.util.Map;
 import org.apache.logging.log4j.Level;
 import org.apache.logging.log4j.LogManager;
 import org.apache.logging.log4j.Marker;
+import org.apache.logging.log4j.core.Appender;
 import org.apache.logging.log4j.core.Filter;
 import org.apache.logging.log4j.core.LogEvent;
 import org.apache.logging.log4j.core.Logger;
 import org.apache.logging.log4j.core.LoggerContext;
+import org.apache.logging.log4j.core.appender.ConsoleAppender;
+import org.apache.logging.log4j.core.filter.AbstractFilterable;
 import org.apache.logging.log4j.core.filter.AbstractFilter;
 import org.apache.logging.log4j.message.Message;
 import org.foldcp.ops.InvalidInputException;
@@ -74,7 +77,9 @@ final class JobErrors {
   }
 
   /**
-   * Without --verbose, keeps stack traces out of the log: Spark logs a failed SparkContext start
+   * Without --verbose, keeps the screen for the job's own lines: on the console only fold-cp's
+   * loggers show (everything still goes to the log file of conf/log4j2.properties), and no stack
+   * traces anywhere: Spark logs a failed SparkContext start
    * and every failed task with its trace before the job can report the cause in one line. Drops
    * log events that carry a throwable, and the task-failure lines of Spark's scheduler (each a
    * copy of a task's stack trace). Does nothing where the logging backend is not log4j2 core.
@@ -87,11 +92,33 @@ final class JobErrors {
     }
     Filter filter = new NoStackTraces();
     ctx.getConfiguration().addFilter(filter);
+    // the screen (console appenders) shows fold-cp's own lines only; Spark's and Hadoop's warnings
+    // that a user cannot act on (hostname, native-hadoop, ...) still reach the log file
+    Filter ownLines = new OwnLinesOnly();
+    java.util.List<AbstractFilterable> consoles = new java.util.ArrayList<>();
+    for (Appender a : ctx.getConfiguration().getAppenders().values()) {
+      if (a instanceof ConsoleAppender c) {
+        c.addFilter(ownLines);
+        consoles.add(c);
+      }
+    }
     ctx.updateLoggers();
     return () -> {
       ctx.getConfiguration().removeFilter(filter);
+      for (AbstractFilterable c : consoles) {
+        c.removeFilter(ownLines);
+      }
       ctx.updateLoggers();
     };
+  }
+
+  /** Lets only fold-cp's own loggers (org.foldcp.*) through. */
+  private static final class OwnLinesOnly extends AbstractFilter {
+    @Override
+    public Result filter(LogEvent event) {
+      String name = event.getLoggerName();
+      return name != null && name.startsWith("org.foldcp") ? Result.NEUTRAL : Result.DENY;
+    }
   }
 
   /** Denies log events with a throwable, and Spark's task-failure lines; neutral otherwise. */
