@@ -7,6 +7,7 @@ import java.util.NoSuchElementException;
 import java.util.function.Function;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.foldcp.ops.NonFiniteInputException;
+import org.foldcp.ops.gpu.feed.FeedTicket;
 import org.foldcp.ops.gpu.feed.StackFeed;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.spark.route.NonFiniteInput;
@@ -25,7 +26,7 @@ import org.foldcp.spark.route.NonFiniteInput;
  */
 final class FeedForward implements Iterator<InternalRow> {
   /** One complex in the feed and what its output row needs besides the values. */
-  private record InFlight(StackFeed.Ticket ticket, String complexId, int nTokens, int dim, long pairBytes,
+  private record InFlight(FeedTicket ticket, String complexId, int nTokens, int dim, long pairBytes,
                           byte[] mask) {}
 
   private final Iterator<InternalRow> rows;
@@ -97,7 +98,7 @@ final class FeedForward implements Iterator<InternalRow> {
         return; // not for the feed: handed on once the feed is drained
       }
       String what = "the pair tensor of complex '" + in.complexId + "'";
-      StackFeed.Ticket t = inFlight.isEmpty()
+      FeedTicket t = inFlight.isEmpty()
           ? feed.submit(in, stack, allowNonFinite, what)
           : feed.trySubmit(in, stack, allowNonFinite, what);
       if (t == null) {
@@ -114,7 +115,7 @@ final class FeedForward implements Iterator<InternalRow> {
     InFlight f = inFlight.poll();
     long t0 = System.nanoTime();
     out.begin(f.complexId, f.nTokens, f.dim, f.pairBytes, f.mask);
-    StackFeed.Drained d;
+    FeedTicket.Drained d;
     try {
       d = f.ticket.drain(out.pairSink());
     } catch (NonFiniteInputException e) {

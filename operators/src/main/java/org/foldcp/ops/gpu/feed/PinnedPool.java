@@ -46,7 +46,6 @@ public final class PinnedPool implements AutoCloseable {
   private final List<Block> all = new ArrayList<>();
   private final ArrayBlockingQueue<Block> free;
   private volatile boolean closed;
-  private long waitNanos; // guarded by this
 
   /**
    * {@code blocks} pinned blocks of {@code blockBytes} each on {@code device}'s context.
@@ -100,7 +99,6 @@ public final class PinnedPool implements AutoCloseable {
 
   /** A block, waiting while every block is in use; the copy that last used it has finished. */
   Block acquire() {
-    long t0 = System.nanoTime();
     try {
       Block b;
       while ((b = free.poll(WAIT_CHECK_MILLIS, TimeUnit.MILLISECONDS)) == null) {
@@ -111,8 +109,6 @@ public final class PinnedPool implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while waiting for a pinned block", e);
-    } finally {
-      addWait(System.nanoTime() - t0);
     }
   }
 
@@ -120,9 +116,7 @@ public final class PinnedPool implements AutoCloseable {
   Block tryAcquire() {
     Block b = free.poll();
     if (b != null) {
-      long t0 = System.nanoTime();
       b.lastUse.synchronize();
-      addWait(System.nanoTime() - t0);
     }
     return b;
   }
@@ -136,15 +130,6 @@ public final class PinnedPool implements AutoCloseable {
   void release(Block b, GpuStream stream) {
     b.lastUse.record(stream);
     free.add(b);
-  }
-
-  private synchronized void addWait(long nanos) {
-    waitNanos += nanos;
-  }
-
-  /** Nanoseconds threads have waited for blocks (free ones, or their last copy) since the pool opened. */
-  public synchronized long waitNanos() {
-    return waitNanos;
   }
 
   private void requireOpen() {

@@ -1,7 +1,5 @@
 package org.foldcp.ops.gpu.feed;
 
-import java.nio.ByteBuffer;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -9,7 +7,6 @@ import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.foldcp.ops.InvalidInputException;
-import org.foldcp.ops.NonFiniteInputException;
 import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
@@ -26,7 +23,7 @@ import org.foldcp.ops.layer.TriMulLayer;
  * <p>A complex goes {@link #submit submitted} (its bytes copied block by block into the pinned
  * pool on the caller's thread, each block uploaded to a device slot as soon as it is full), then
  * computed (the non-finite scan and every layer, in place, on the one compute stream, after the
- * slot's upload), then {@link Ticket#drain drained} (downloaded block by block on the slot's
+ * slot's upload), then {@link FeedTicket#drain drained} (downloaded block by block on the slot's
  * stream, each block handed to the caller as soon as it has arrived). A caller that submits the
  * next complex before draining the last one, or several callers at once, keep the upload, the
  * kernels and the download busy at the same time.
@@ -135,13 +132,13 @@ public final class StackFeed implements AutoCloseable {
    * @param what names the complex in errors (e.g. "complex 'c7'")
    * @throws InvalidInputException when a layer's D differs from the complex's or the shape is not supported
    */
-  public Ticket submit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
+  public FeedTicket submit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
     check(in, stack);
     return start(acquireSlot(), in, stack, allowNonFinite, what);
   }
 
   /** As {@link #submit}, but returns null at once, reading nothing, when no slot is free. */
-  public Ticket trySubmit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
+  public FeedTicket trySubmit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
     check(in, stack);
     DeviceSlot slot = freeSlots.poll();
     return slot == null ? null : start(slot, in, stack, allowNonFinite, what);
@@ -172,7 +169,7 @@ public final class StackFeed implements AutoCloseable {
     }
   }
 
-  private Ticket start(DeviceSlot slot, ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
+  private FeedTicket start(DeviceSlot slot, ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
     boolean queued = false;
     try {
       requireOpen();
@@ -188,7 +185,7 @@ public final class StackFeed implements AutoCloseable {
       enqueueStack(slot, in, stack, allowNonFinite, maskBytes > 0);
       queued = true;
       bytesIn.addAndGet(xBytes + maskBytes);
-      return new Ticket(slot, in.batch(), in.n(), in.dim(), xBytes, allowNonFinite, what);
+      return new FeedTicket(this, slot, in.batch(), in.n(), in.dim(), xBytes, allowNonFinite, what);
     } finally {
       if (!queued) {
         settle(slot);
@@ -268,142 +265,20 @@ public final class StackFeed implements AutoCloseable {
   // ------------------------------------------------------------------------------------------
   // Draining
 
-  /** What a drain measured: GPU time of the complex's scan and layers, host time spent waiting. */
-  public record Drained(long gpuNanos, long waitNanos, long bytes) {}
+  /** Counts a drained complex (called by its ticket). */
+  void drained(long gpu, long waited, long bytes) {
+    gpuNanos.addAndGet(gpu);
+    waitNanos.addAndGet(waited);
+    bytesOut.addAndGet(bytes);
+    complexes.incrementAndGet();
+  }
 
-  /**
-   * A complex whose stack is queued: {@link #drain} hands its output over and frees its slot.
-   * Exactly one drain (or {@link #abandon}) per ticket; one thread at a time.
-   */
-  public final class Ticket {
-    private final DeviceSlot slot;
-    private final int batch;
-    private final int n;
-    private final int dim;
-    private final long bytes;
-    private final boolean allowNonFinite;
-    private final String what;
-    private boolean done;
-
-    private Ticket(DeviceSlot slot, int batch, int n, int dim, long bytes, boolean allowNonFinite, String what) {
-      this.slot = slot;
-      this.batch = batch;
-      this.n = n;
-      this.dim = dim;
-      this.bytes = bytes;
-      this.allowNonFinite = allowNonFinite;
-      this.what = what;
-    }
-
-    /**
-     * Downloads the output block by block and hands each block to {@code out}, in order; frees
-     * the slot. Nothing reaches {@code out} when the input held NaN or Inf (unless allowed).
-     *
-     * @throws NonFiniteInputException naming the first (b, i, j, c), before any output is handed over
-     */
-    public Drained drain(ComplexOut out) {
-      requireUndrained();
-      done = true;
-      long waited = 0;
-      ArrayDeque<long[]> pending = new ArrayDeque<>(); // {block index in held, offset, len}
-      List<PinnedPool.Block> held = new ArrayList<>();
-      try {
-        device.makeCurrent();
-        slot.computed.makeWait(slot.down);
-        if (!allowNonFinite) {
-          slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
-        }
-        long gpu = -1;
-        long next = 0;
-        long handed = 0;
-        while (handed < bytes) {
-          while (next < bytes && pending.size() < DOWNLOAD_LOOKAHEAD) {
-            long t0 = System.nanoTime();
-            PinnedPool.Block b = pending.isEmpty() ? pool.acquire() : pool.tryAcquire();
-            waited += System.nanoTime() - t0;
-            if (b == null) {
-              break;
-            }
-            long len = Math.min(pool.blockBytes(), bytes - next);
-            held.add(b);
-            slot.x().copyToHostAsync(next, b.buffer, 0, len, slot.down);
-            b.lastUse.record(slot.down);
-            pending.add(new long[] {held.size() - 1, next, len});
-            next += len;
-          }
-          long[] p = pending.poll();
-          PinnedPool.Block b = held.get((int) p[0]);
-          long t0 = System.nanoTime();
-          b.lastUse.synchronize();
-          waited += System.nanoTime() - t0;
-          if (gpu < 0) {
-            // the complex's kernels ran before this block's copy: their time and the scan are readable
-            gpu = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
-            if (!allowNonFinite) {
-              throwIfNonFinite();
-            }
-          }
-          out.copyPair(p[1], b.address(), p[2]);
-          held.set((int) p[0], null);
-          pool.release(b);
-          handed += p[2];
-        }
-        gpuNanos.addAndGet(gpu);
-        waitNanos.addAndGet(waited);
-        bytesOut.addAndGet(bytes);
-        complexes.incrementAndGet();
-        return new Drained(gpu, waited, bytes);
-      } finally {
-        for (PinnedPool.Block b : held) {
-          if (b != null) {
-            pool.release(b, slot.down); // after the copies still queued into it
-          }
-        }
-        settle(slot);
-      }
-    }
-
-    /** Frees the slot without handing anything over (a task that stops before draining). */
-    public void abandon() {
-      if (!done) {
-        done = true;
-        settle(slot);
-      }
-    }
-
-    private void requireUndrained() {
-      if (done) {
-        throw new IllegalStateException("this ticket of " + what + " was drained or abandoned already");
-      }
-    }
-
-    private void throwIfNonFinite() {
-      ByteBuffer r = slot.resultHost.buffer();
-      long count = r.getLong(0);
-      if (count == 0) {
-        return;
-      }
-      long key = r.getLong(8);
-      long idx = key >>> 16;
-      short bits = (short) (key & 0xFFFF);
-      int c = (int) (idx % dim);
-      long rest = idx / dim;
-      int j = (int) (rest % n);
-      rest /= n;
-      int i = (int) (rest % n);
-      int b = (int) (rest / n);
-      throw new NonFiniteInputException(what, count, new int[] {b, i, j, c}, bits,
-          NonFiniteInputException.LIBRARY_HINT);
-    }
-
-    /** (B, N, D) of the complex. */
-    public int[] shape() {
-      return new int[] {batch, n, dim};
-    }
+  GpuDevice device() {
+    return device;
   }
 
   /** Returns a slot to the free list once everything queued on its streams has run. */
-  private void settle(DeviceSlot slot) {
+  void settle(DeviceSlot slot) {
     try {
       slot.up.synchronize();
       slot.down.synchronize();

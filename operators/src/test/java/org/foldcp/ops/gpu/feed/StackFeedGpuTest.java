@@ -39,7 +39,7 @@ class StackFeedGpuTest {
 
   private static byte[] run(StackFeed feed, HeapComplex in, LayerStack stack, boolean allowNonFinite) {
     byte[] out = new byte[(int) in.pairBytes()];
-    StackFeed.Drained d = feed.submit(in, stack.layers(), allowNonFinite, "complex under test").drain(HeapComplex.into(out));
+    FeedTicket.Drained d = feed.submit(in, stack.layers(), allowNonFinite, "complex under test").drain(HeapComplex.into(out));
     assertEquals(in.pairBytes(), d.bytes());
     assertTrue(d.gpuNanos() > 0, "the complex's kernels took GPU time");
     return out;
@@ -119,11 +119,11 @@ class StackFeedGpuTest {
             final int thread = t;
             done.add(pool.submit(() -> {
               // each thread keeps two complexes in the feed where a slot is free, as a task does
-              StackFeed.Ticket held = null;
+              FeedTicket held = null;
               int heldK = -1;
               for (int c = thread; c < 200; c += 3) {
                 int k = c % ns.length;
-                StackFeed.Ticket t2 = feed.trySubmit(ins.get(k), stack.layers(), false, "complex " + c);
+                FeedTicket t2 = feed.trySubmit(ins.get(k), stack.layers(), false, "complex " + c);
                 if (t2 == null) {
                   if (held != null) {
                     check(held, heldK, ins, want);
@@ -164,7 +164,7 @@ class StackFeedGpuTest {
     assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), MemoryLeakCheck.report());
   }
 
-  private static void check(StackFeed.Ticket t, int k, List<HeapComplex> ins, List<byte[]> want) {
+  private static void check(FeedTicket t, int k, List<HeapComplex> ins, List<byte[]> want) {
     byte[] out = new byte[(int) ins.get(k).pairBytes()];
     t.drain(HeapComplex.into(out));
     assertArrayEquals(want.get(k), out, "complex of N = " + ins.get(k).n());
@@ -178,9 +178,9 @@ class StackFeedGpuTest {
       assertTrue(!feed.fits(1, 4096, 128), "3 x 4 GiB do not fit in a 1 GiB budget");
       LayerStack stack = LayerStack.randomAlternating(1, 32, 1, false);
       HeapComplex in = HeapComplex.of(PairTensor.random(1, 16, 32, 1, 0));
-      List<StackFeed.Ticket> held = new ArrayList<>();
+      List<FeedTicket> held = new ArrayList<>();
       for (int k = 0; k < 3; k++) {
-        StackFeed.Ticket t = feed.trySubmit(in, stack.layers(), false, "held " + k);
+        FeedTicket t = feed.trySubmit(in, stack.layers(), false, "held " + k);
         assertNotNull(t, "slot " + k + " is free");
         held.add(t);
       }
@@ -188,7 +188,7 @@ class StackFeedGpuTest {
       held.get(0).abandon();
       held.get(0).abandon(); // once only
       assertThrows(IllegalStateException.class, () -> held.get(0).drain(HeapComplex.into(new byte[2 * 16 * 16 * 32])));
-      StackFeed.Ticket again = feed.trySubmit(in, stack.layers(), false, "after abandon");
+      FeedTicket again = feed.trySubmit(in, stack.layers(), false, "after abandon");
       assertNotNull(again, "the abandoned slot is free again");
       again.abandon();
       held.get(1).abandon();

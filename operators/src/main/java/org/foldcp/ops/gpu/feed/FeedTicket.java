@@ -1,0 +1,141 @@
+package org.foldcp.ops.gpu.feed;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import org.foldcp.ops.NonFiniteInputException;
+
+/**
+ * A complex in a {@link StackFeed} whose stack is queued: {@link #drain} hands its output over and
+ * frees its slot. Exactly one drain (or {@link #abandon}) per ticket; one thread at a time.
+ */
+public final class FeedTicket {
+  private final StackFeed feed;
+  private final DeviceSlot slot;
+  private final int batch;
+  private final int n;
+  private final int dim;
+  private final long bytes;
+  private final boolean allowNonFinite;
+  private final String what;
+  private boolean done;
+
+  FeedTicket(StackFeed feed, DeviceSlot slot, int batch, int n, int dim, long bytes, boolean allowNonFinite,
+             String what) {
+    this.feed = feed;
+    this.slot = slot;
+    this.batch = batch;
+    this.n = n;
+    this.dim = dim;
+    this.bytes = bytes;
+    this.allowNonFinite = allowNonFinite;
+    this.what = what;
+  }
+
+  /**
+   * Downloads the output block by block and hands each block to {@code out}, in order; frees
+   * the slot. Nothing reaches {@code out} when the input held NaN or Inf (unless allowed).
+   *
+   * @throws NonFiniteInputException naming the first (b, i, j, c), before any output is handed over
+   */
+  public Drained drain(ComplexOut out) {
+    requireUndrained();
+    done = true;
+    long waited = 0;
+    ArrayDeque<long[]> pending = new ArrayDeque<>(); // {block index in held, offset, len}
+    List<PinnedPool.Block> held = new ArrayList<>();
+    try {
+      feed.device().makeCurrent();
+      slot.computed.makeWait(slot.down);
+      if (!allowNonFinite) {
+        slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
+      }
+      long gpu = -1;
+      long next = 0;
+      long handed = 0;
+      while (handed < bytes) {
+        while (next < bytes && pending.size() < StackFeed.DOWNLOAD_LOOKAHEAD) {
+          long t0 = System.nanoTime();
+          PinnedPool.Block b = pending.isEmpty() ? feed.pool().acquire() : feed.pool().tryAcquire();
+          waited += System.nanoTime() - t0;
+          if (b == null) {
+            break;
+          }
+          long len = Math.min(feed.pool().blockBytes(), bytes - next);
+          held.add(b);
+          slot.x().copyToHostAsync(next, b.buffer, 0, len, slot.down);
+          b.lastUse.record(slot.down);
+          pending.add(new long[] {held.size() - 1, next, len});
+          next += len;
+        }
+        long[] p = pending.poll();
+        PinnedPool.Block b = held.get((int) p[0]);
+        long t0 = System.nanoTime();
+        b.lastUse.synchronize();
+        waited += System.nanoTime() - t0;
+        if (gpu < 0) {
+          // the complex's kernels ran before this block's copy: their time and the scan are readable
+          gpu = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
+          if (!allowNonFinite) {
+            throwIfNonFinite();
+          }
+        }
+        out.copyPair(p[1], b.address(), p[2]);
+        held.set((int) p[0], null);
+        feed.pool().release(b);
+        handed += p[2];
+      }
+      feed.drained(gpu, waited, bytes);
+      return new Drained(gpu, waited, bytes);
+    } finally {
+      for (PinnedPool.Block b : held) {
+        if (b != null) {
+          feed.pool().release(b, slot.down); // after the copies still queued into it
+        }
+      }
+      feed.settle(slot);
+    }
+  }
+
+  /** Frees the slot without handing anything over (a task that stops before draining). */
+  public void abandon() {
+    if (!done) {
+      done = true;
+      feed.settle(slot);
+    }
+  }
+
+  private void requireUndrained() {
+    if (done) {
+      throw new IllegalStateException("this ticket of " + what + " was drained or abandoned already");
+    }
+  }
+
+  private void throwIfNonFinite() {
+    ByteBuffer r = slot.resultHost.buffer();
+    long count = r.getLong(0);
+    if (count == 0) {
+      return;
+    }
+    long key = r.getLong(8);
+    long idx = key >>> 16;
+    short bits = (short) (key & 0xFFFF);
+    int c = (int) (idx % dim);
+    long rest = idx / dim;
+    int j = (int) (rest % n);
+    rest /= n;
+    int i = (int) (rest % n);
+    int b = (int) (rest / n);
+    throw new NonFiniteInputException(what, count, new int[] {b, i, j, c}, bits,
+        NonFiniteInputException.LIBRARY_HINT);
+  }
+
+  /** (B, N, D) of the complex. */
+  public int[] shape() {
+    return new int[] {batch, n, dim};
+  }
+
+  /** What a drain measured: GPU time of the complex's scan and layers, host time spent waiting. */
+  public record Drained(long gpuNanos, long waitNanos, long bytes) {}
+}
