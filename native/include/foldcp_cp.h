@@ -2,7 +2,7 @@
  * fold-cp-spark: the context-parallel (CP) TriMul on an NVSHMEM team of GPUs (sm_90a).
  *
  * One process per rank (one Spark executor per GPU, or several processes sharing one GPU in the
- * tests). Every rank holds one token tile of the pair tensor (DESIGN.md section 2): the CP grid is
+ * tests). Every rank holds one token tile of the pair tensor (docs/design.md section 2): the CP grid is
  * cp0 x cp1 tiles of tile_rows x tile_cols tokens over the padded N_t x N_t grid
  * (N_t = cp0 * tile_rows = cp1 * tile_cols >= N; tokens >= N are masked padding). Per layer:
  *   1. LN_in + projection + gates + mask on the local tile; the epilogue stores a and b

@@ -1,7 +1,7 @@
 /*
  * fold-cp-spark native TriMul, single GPU (sm_90, Hopper): C host API.
  *
- * One TriMul layer forward (DESIGN.md section 1), both directions:
+ * One TriMul layer forward (docs/design.md section 1), both directions:
  *   xn  = LN_in(x)
  *   ab  = sigmoid(xn g_in^T + g_in.bias) * (xn p_in^T + p_in.bias) * mask[..., None]
  *   outgoing: z[b,i,j,c] = sum_k a[b,i,k,c] b[b,j,k,c]

@@ -69,7 +69,7 @@ struct DevLayer {
 // ---- Store targets: where the epilogues of stages 1 and 2 write. On one GPU there is one
 // destination (this GPU's workspace); under context parallelism (cp_trimul.cu) there is one per
 // rank, and the same kernels write each value straight into the buffer of the rank that owns it:
-// the two all-to-all reshards ride the epilogues' stores (DESIGN.md section 2). A destination
+// the two all-to-all reshards ride the epilogues' stores (docs/design.md section 2). A destination
 // pointer is a peer pointer (nvshmem_ptr) or a local staging area that puts forward afterwards.
 constexpr int kMaxRanks = 16;
 

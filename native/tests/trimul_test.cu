@@ -1,5 +1,5 @@
 // Correctness test of the single-GPU TriMul against a float64 CPU reference written here with
-// plain loops (DESIGN.md section 1). For every case: fresh random bf16 x, random weights, a mask
+// plain loops (docs/design.md section 1). For every case: fresh random bf16 x, random weights, a mask
 // with random zeros plus an all-zero row and an all-zero column (or no mask), output and
 // workspace poisoned with 0xFF bytes (bf16/fp32 NaN) before the run, every output element
 // checked written and not NaN, ||out - ref|| / ||ref|| <= 1e-2 over the checked rows (all rows,

@@ -2,7 +2,7 @@ package org.foldcp.ops;
 
 /**
  * A bad input, reported early and precisely: the message always names the offending value and
- * the rule it breaks (DESIGN.md section 7), for example
+ * the rule it breaks (docs/design.md section 7), for example
  * {@code "D = 30: D must be divisible by cp = 4 (each rank owns D/cp channels)"}.
  */
 public class InvalidInputException extends IllegalArgumentException {

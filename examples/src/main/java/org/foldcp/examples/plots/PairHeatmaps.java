@@ -125,11 +125,6 @@ public final class PairHeatmaps {
     return out;
   }
 
-  /** One heat map of channel {@code c} as a chart image. */
-  public static BufferedImage channelImage(PairTensor x, int b, int c, String title) {
-    return render(channelChart(channel(x, b, c), title, x.rows(), x.cols()), PANEL_W, PANEL_H);
-  }
-
   /** The pair mask as a chart image (green valid, black masked). */
   public static BufferedImage maskImage(PairTensor x, int b, String title) {
     return render(maskChart(mask(x, b), title, x.rows(), x.cols()), PANEL_W, PANEL_H);

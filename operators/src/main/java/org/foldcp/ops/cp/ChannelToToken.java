@@ -4,7 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * The second reshard (DESIGN.md section 2, step 3): each channel owner holds Z_c over the whole
+ * The second reshard (docs/design.md section 2, step 3): each channel owner holds Z_c over the whole
  * N x N grid for its D/cp channels; every rank needs z token-major ([i][j][c]) for its tile and
  * all D channels, for LN_out. The GPU route fuses this into the triangle GEMM's epilogue stores.
  */

@@ -6,7 +6,7 @@ import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
- * One rank of a context-parallel TriMul on the CPU (DESIGN.md section 2): it holds one token
+ * One rank of a context-parallel TriMul on the CPU (docs/design.md section 2): it holds one token
  * tile, keeps it resident across the layers of a stack, and meets its peers only through the
  * two all-to-alls of a {@link ReshardTransport}:
  * <ol>

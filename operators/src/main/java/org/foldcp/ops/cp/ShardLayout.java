@@ -5,7 +5,7 @@ import org.foldcp.ops.InvalidInputException;
 
 /**
  * Where everything lives for a pair tensor of N tokens and D channels on a CP grid
- * (DESIGN.md section 2): token tiles before and after the layer, channel slices in between.
+ * (docs/design.md section 2): token tiles before and after the layer, channel slices in between.
  *
  * <p>N is padded up to a multiple of 8 lcm(cp0, cp1) with masked tokens so that every tile has the
  * same extent (the GPU kernels want equal tiles); masked tokens contribute exactly zero to every

@@ -5,7 +5,7 @@ import java.util.List;
 import org.foldcp.ops.layer.Direction;
 
 /**
- * The first reshard (DESIGN.md section 2, step 1): after the projection every rank holds a and b
+ * The first reshard (docs/design.md section 2, step 1): after the projection every rank holds a and b
  * for its token tile and all D channels; each channel owner needs its D/cp channels over the
  * whole N x N grid, channel-major, transposed for incoming so the triangle product is always
  * Z_c = A_c B_c^T. The GPU route fuses this into the projection epilogue's stores; the CPU, TCP

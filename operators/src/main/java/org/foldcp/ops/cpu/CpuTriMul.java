@@ -10,7 +10,7 @@ import org.foldcp.ops.tensor.PairTensor;
 /**
  * The CPU backend: the reference route and the fallback when there is no GPU.
  *
- * <p>Same dataflow as the GPU kernels (DESIGN.md section 2 with cp = 1): the projection stage
+ * <p>Same dataflow as the GPU kernels (docs/design.md section 2 with cp = 1): the projection stage
  * stores gated a and b channel-major ([c][i][k]), the triangle product runs one GEMM per channel
  * (A B^T outgoing, A^T B incoming), z is gathered token-major for LN_out and the output projection.
  * Channels are processed in chunks so that a and b never need more than about 256 MiB; z is
@@ -102,7 +102,7 @@ public final class CpuTriMul implements TriMulBackend {
 
   /**
    * Stores a row's projections as row i of per-channel N x N matrices, a[c][i][k] = a[i,k,c]:
-   * the channel-major order of DESIGN.md section 2. Outgoing then multiplies A_c B_c^T;
+   * the channel-major order of docs/design.md section 2. Outgoing then multiplies A_c B_c^T;
    * incoming multiplies A_c^T B_c directly ({@link Gemm#tn}) instead of storing transposed,
    * which would scatter every value into a different cache line.
    */

@@ -71,14 +71,6 @@ public final class DeviceBuffer implements AutoCloseable {
     CudaDriver.check(JCudaDriver.cuCtxSynchronize(), "cuCtxSynchronize (after cuMemsetD8)");
   }
 
-  /** Queues setting every byte to {@code value} on {@code stream}. */
-  public void fillAsync(byte value, GpuStream stream) {
-    ensureOpen();
-    device.makeCurrent();
-    CudaDriver.check(JCudaDriver.cuMemsetD8Async(ptr, value, bytes, stream.stream()),
-        "cuMemsetD8Async(" + bytes + " bytes)");
-  }
-
   /** Copies {@code len} bytes of {@code src} from {@code srcOffset} to this buffer at {@code dstOffset}. */
   public void copyFromHost(long dstOffset, byte[] src, int srcOffset, int len) {
     Objects.checkFromIndexSize(srcOffset, len, src.length);

@@ -46,9 +46,6 @@ public final class MemoryLeakCheck {
 
     public String description() { return description; }
 
-    /** The stack where the handle was allocated. */
-    public StackTraceElement[] allocationSite() { return site.getStackTrace(); }
-
     @Override
     public String toString() {
       StringWriter sw = new StringWriter();

@@ -3,7 +3,7 @@ package org.foldcp.ops.layer;
 import java.util.Locale;
 import org.foldcp.ops.InvalidInputException;
 
-/** Which triangle edges a TriMul layer multiplies (DESIGN.md section 1). */
+/** Which triangle edges a TriMul layer multiplies (docs/design.md section 1). */
 public enum Direction {
   /** z[i,j,c] = sum_k a[i,k,c] b[j,k,c] ("tri_mul_out" in Boltz / AlphaFold3). */
   OUTGOING,

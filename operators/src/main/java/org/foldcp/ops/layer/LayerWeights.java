@@ -14,7 +14,7 @@ import java.util.TreeSet;
 import org.foldcp.ops.InvalidInputException;
 
 /**
- * The weights of one TriMul layer under their PyTorch state-dict names (DESIGN.md section 1),
+ * The weights of one TriMul layer under their PyTorch state-dict names (docs/design.md section 1),
  * held as float32 row-major (out_features x in_features), exactly as nn.Linear stores them.
  *
  * <p>Construction checks every name and shape against D, so a layer that exists is a layer

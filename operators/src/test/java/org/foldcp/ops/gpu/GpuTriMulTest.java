@@ -28,7 +28,7 @@ import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The GPU backend against the float64 reference and the CPU backend (DESIGN.md accuracy
+ * The GPU backend against the float64 reference and the CPU backend (docs/design.md accuracy
  * contract: ||out - ref|| / ||ref|| <= 1e-2, NaN never passes). Needs an sm_90 GPU, the CUDA
  * driver and libfoldcp_jni.so in the jar; every test skips with the reason otherwise.
  */

@@ -24,7 +24,7 @@ import org.foldcp.ops.InvalidInputException;
 
 /**
  * A small, deterministic mutation fuzzer for the readers and decoders of untrusted bytes, and
- * the contract it checks on every input (DESIGN.md section 7):
+ * the contract it checks on every input (docs/design.md section 7):
  *
  * <ul>
  *   <li>a call either returns or throws {@link InvalidInputException}: nothing else, no

@@ -7,7 +7,7 @@ import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
- * The float64 reference of DESIGN.md section 1, written plainly and independently of the
+ * The float64 reference of docs/design.md section 1, written plainly and independently of the
  * backends (no blocking, no shared code with them): the yardstick of the accuracy contract.
  * Results are doubles laid out [B][N][N][D]; only for the small shapes tests use.
  */

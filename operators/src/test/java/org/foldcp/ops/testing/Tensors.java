@@ -59,7 +59,7 @@ public final class Tensors {
     return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-300);
   }
 
-  /** Asserts the DESIGN.md accuracy contract: relative error <= 1e-2 and no NaN. */
+  /** Asserts the docs/design.md accuracy contract: relative error <= 1e-2 and no NaN. */
   public static double assertWithinContract(PairTensor out, double[] ref, String what) {
     double err = relativeError(out, ref);
     assertTrue(!Double.isNaN(err) && err <= 1e-2,

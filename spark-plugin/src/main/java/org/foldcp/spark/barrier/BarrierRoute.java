@@ -17,7 +17,7 @@ import scala.reflect.ClassTag;
 import scala.reflect.ClassTag$;
 
 /**
- * The barrier route (DESIGN.md sections 3-4): one barrier stage of cp tasks, task r being CP rank
+ * The barrier route (docs/design.md sections 3-4): one barrier stage of cp tasks, task r being CP rank
  * r. The plan's transport says how the two reshards of every layer move between the tasks: over
  * TCP between CPU ranks ({@link RankTask}), or fused into the kernels' stores between GPU ranks
  * of an NVSHMEM team ({@link GpuRankTask}). Both use the same layout, so everything but the

@@ -24,7 +24,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Turns the cp tasks of a barrier stage into a CP team (DESIGN.md section 4): each task announces
+ * Turns the cp tasks of a barrier stage into a CP team (docs/design.md section 4): each task announces
  * itself with one allGather ({@link RankAnnouncement}) and checks that the team is complete and
  * that all ranks agree on the work ({@link TeamWorkload}). A TCP team ({@link #form}) listens for
  * its peers first, announces its address and then connects the mesh; a GPU team

@@ -4,7 +4,7 @@ package org.foldcp.spark.gpu;
  * Whether the tasks of one executor can compute on GPU {@code ordinal} (-1: they have none):
  * {@code whyNotGpu} is null when they can, else the reason, which makes backend auto compute on
  * the CPU and backend gpu fail. Made once per executor and device by {@link GpuOwners#choice},
- * the one place that decides it (DESIGN.md section 3).
+ * the one place that decides it (docs/design.md section 3).
  */
 public record BackendChoice(int ordinal, String whyNotGpu) {
   /** Why a task without a "gpu" resource (and no GPU bound to its executor) computes on the CPU. */

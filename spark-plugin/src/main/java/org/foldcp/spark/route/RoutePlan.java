@@ -17,7 +17,7 @@ import org.foldcp.spark.config.FoldCpConf;
 public final class RoutePlan implements Serializable {
   private static final long serialVersionUID = 4L;
 
-  /** The ways a TriMul stack can run on Spark (DESIGN.md section 3). */
+  /** The ways a TriMul stack can run on Spark (docs/design.md section 3). */
   public enum Kind {
     /** cp = 1: every complex whole in one task. */
     SINGLE,

@@ -22,7 +22,7 @@ import org.foldcp.spark.tiles.TileKey;
 import org.foldcp.spark.tiles.TileRecord;
 
 /**
- * The shuffle CP route (DESIGN.md section 3): the two reshards of every layer as two Spark
+ * The shuffle CP route (docs/design.md section 3): the two reshards of every layer as two Spark
  * shuffles, token -> channel -> token, keyed by (complex, rank). No barrier stage and no
  * executor-to-executor connection, so it runs on any cluster and with dynamic allocation; the
  * price is that the reshards go through shuffle files instead of fused epilogue stores.

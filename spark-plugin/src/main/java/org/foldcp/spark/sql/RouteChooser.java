@@ -18,7 +18,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Decides on the driver, before anything runs, how a TriMul stack runs (DESIGN.md section 3):
+ * Decides on the driver, before anything runs, how a TriMul stack runs (docs/design.md section 3):
  * the route kind, the backend, the transport of a barrier team, the grid and the threads per
  * task, with the reason, which is logged and shown by explain().
  *
@@ -42,13 +42,6 @@ import org.slf4j.LoggerFactory;
  * the reason.
  */
 public final class RouteChooser {
-  /** Spark's own keys the choice depends on. */
-  public static final String DYNAMIC_ALLOCATION = SparkKeys.DYNAMIC_ALLOCATION;
-  public static final String TASK_CPUS = SparkKeys.TASK_CPUS;
-  public static final String EXECUTOR_GPUS = SparkKeys.EXECUTOR_GPUS;
-  public static final String MASTER = SparkKeys.MASTER;
-  public static final String NETWORK_CRYPTO = SparkKeys.NETWORK_CRYPTO;
-
   private static final Logger LOG = LoggerFactory.getLogger(RouteChooser.class);
 
   private RouteChooser() {}
@@ -97,11 +90,11 @@ public final class RouteChooser {
   static RoutePlan choose(Map<String, String> settings, Function<String, String> cpLibraryReason,
                           Supplier<BackendChoice> localTasks) {
     FoldCpConf conf = FoldCpConf.from(settings);
-    boolean dynamicAllocation = Boolean.parseBoolean(settings.getOrDefault(DYNAMIC_ALLOCATION, "false").trim());
-    boolean networkCrypto = Boolean.parseBoolean(settings.getOrDefault(NETWORK_CRYPTO, "false").trim());
-    int taskCpus = parseTaskCpus(settings.getOrDefault(TASK_CPUS, "1"));
-    boolean executorGpus = SparkKeys.resourceAmount(EXECUTOR_GPUS, settings.get(EXECUTOR_GPUS)) > 0;
-    return choose(conf, new SparkFacts(dynamicAllocation, taskCpus, executorGpus, settings.get(MASTER), networkCrypto,
+    boolean dynamicAllocation = Boolean.parseBoolean(settings.getOrDefault(SparkKeys.DYNAMIC_ALLOCATION, "false").trim());
+    boolean networkCrypto = Boolean.parseBoolean(settings.getOrDefault(SparkKeys.NETWORK_CRYPTO, "false").trim());
+    int taskCpus = parseTaskCpus(settings.getOrDefault(SparkKeys.TASK_CPUS, "1"));
+    boolean executorGpus = SparkKeys.resourceAmount(SparkKeys.EXECUTOR_GPUS, settings.get(SparkKeys.EXECUTOR_GPUS)) > 0;
+    return choose(conf, new SparkFacts(dynamicAllocation, taskCpus, executorGpus, settings.get(SparkKeys.MASTER), networkCrypto,
         cpLibraryReason, localTasks));
   }
 
@@ -128,10 +121,10 @@ public final class RouteChooser {
         } else if (facts.dynamicAllocation() && conf.transport() == FoldCpConf.Transport.NVSHMEM) {
           throw InvalidInputException.of(FoldCpConf.CP_TRANSPORT.name(), "'nvshmem'", "the NVSHMEM team runs as"
               + " one barrier stage, which needs all cp = " + cp + " tasks at once, and Spark refuses barrier stages"
-              + " when " + DYNAMIC_ALLOCATION + " = true; turn dynamic allocation off, or use transport auto,"
+              + " when " + SparkKeys.DYNAMIC_ALLOCATION + " = true; turn dynamic allocation off, or use transport auto,"
               + " whose reshards then go through Spark shuffles");
         } else if (facts.dynamicAllocation()) {
-          plan = plan(Kind.SHUFFLE, grid, threads, conf, route + ", cp = " + cp + " and " + DYNAMIC_ALLOCATION
+          plan = plan(Kind.SHUFFLE, grid, threads, conf, route + ", cp = " + cp + " and " + SparkKeys.DYNAMIC_ALLOCATION
               + " = true: a barrier stage needs all cp tasks at once, which dynamic allocation cannot promise,"
               + " so the reshards go through Spark shuffles");
         } else {
@@ -189,7 +182,7 @@ public final class RouteChooser {
   private static void refuseDynamicAllocation(SparkFacts facts, String route) {
     if (facts.dynamicAllocation()) {
       throw InvalidInputException.of(FoldCpConf.ROUTE.name(), "'" + route + "'", "a barrier stage needs all cp tasks"
-          + " at once and Spark refuses barrier stages when " + DYNAMIC_ALLOCATION + " = true; use route"
+          + " at once and Spark refuses barrier stages when " + SparkKeys.DYNAMIC_ALLOCATION + " = true; use route"
           + " shuffle (or auto) with dynamic allocation");
     }
   }
@@ -213,7 +206,7 @@ public final class RouteChooser {
         String against = nvshmemCannotRun(conf, facts, !gpuRoute);
         if (against == null) {
           return nvshmem(conf, grid, threads, why + "; " + transport + ": the ranks have GPUs ("
-              + (gpuRoute ? "route gpu" : EXECUTOR_GPUS + " > 0") + "), so they form an NVSHMEM team, the reshards"
+              + (gpuRoute ? "route gpu" : SparkKeys.EXECUTOR_GPUS + " > 0") + "), so they form an NVSHMEM team, the reshards"
               + " fused into the kernels' stores");
         }
         if (gpuRoute) {
@@ -241,7 +234,7 @@ public final class RouteChooser {
       return plan(Kind.BARRIER, grid, threads, conf, reason);
     }
     if (conf.route() == FoldCpConf.Route.AUTO) {
-      return plan(Kind.SHUFFLE, grid, threads, conf, reason + "; but " + NETWORK_CRYPTO + " = true and the TCP team's"
+      return plan(Kind.SHUFFLE, grid, threads, conf, reason + "; but " + SparkKeys.NETWORK_CRYPTO + " = true and the TCP team's"
           + " frames are not encrypted, so the reshards go through Spark shuffles, which Spark encrypts");
     }
     throw BarrierPreflight.unencryptedTeam(conf.route().label());
@@ -261,7 +254,7 @@ public final class RouteChooser {
           + " needs one process per rank (use local-cluster[...] or a cluster with one executor per GPU)";
     }
     if (needExecutorGpus && !facts.executorGpus()) {
-      return "the executors have no GPUs (" + EXECUTOR_GPUS + " is not set)";
+      return "the executors have no GPUs (" + SparkKeys.EXECUTOR_GPUS + " is not set)";
     }
     if (facts.executorsOnThisMachine()) {
       String why = facts.cpLibraryReason().apply(conf.nvshmemHome());
@@ -285,7 +278,7 @@ public final class RouteChooser {
     try {
       return Integer.parseInt(raw.trim());
     } catch (NumberFormatException e) {
-      throw InvalidInputException.of(TASK_CPUS, "'" + raw + "'", "must be an integer >= 1");
+      throw InvalidInputException.of(SparkKeys.TASK_CPUS, "'" + raw + "'", "must be an integer >= 1");
     }
   }
 }

@@ -11,7 +11,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
- * Pair tiles as DataFrame rows (DESIGN.md section 5): complex_id, n_tokens, row0, col0, rows,
+ * Pair tiles as DataFrame rows (docs/design.md section 5): complex_id, n_tokens, row0, col0, rows,
  * cols, dim, pair (bf16 little-endian, row-major [rows][cols][dim]), mask (uint8 per (row, col),
  * null = all valid). A whole complex is the tile (0, 0, N, N).
  */

@@ -18,7 +18,7 @@ import org.junit.jupiter.api.function.Executable;
 import scala.Tuple2;
 
 /**
- * Bad pair-tile rows (DESIGN.md section 5): each is refused with a message that names the value
+ * Bad pair-tile rows (docs/design.md section 5): each is refused with a message that names the value
  * and the rule, before anything is allocated from a size field.
  */
 class PairTilesBadInputTest {

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.Timeout;
 import scala.Tuple2;
 
 /**
- * Fuzzes the pair-tile decoder: rows of {@link PairTiles#SCHEMA} (DESIGN.md section 5) decoded by
+ * Fuzzes the pair-tile decoder: rows of {@link PairTiles#SCHEMA} (docs/design.md section 5) decoded by
  * {@link TileRecord#fromRow} and put together by {@link FoldCp#assemble} and, as the shuffle
  * route does on a 2x2 grid, by {@link Retiling#pieces} and {@link Retiling#assemble}. Inputs are
  * valid tilings of one complex with mutated fields: header ints set to 0, -1, 2^31 - 1, N that

@@ -21,7 +21,7 @@ import org.foldcp.ops.tensor.PairTensor;
 
 /**
  * A layer stack running context-parallel on the NVSHMEM team, this rank's part of it: the
- * A2A-fused CP TriMul of DESIGN.md section 2 on one token tile of the {@link ShardLayout#forGpu}
+ * A2A-fused CP TriMul of docs/design.md section 2 on one token tile of the {@link ShardLayout#forGpu}
  * layout. Made collectively (every rank constructs it with the same grid, N, batch and stack;
  * the weights are compared across ranks by digest, and weights that differ are an
  * {@link InvalidInputException} on every rank, naming the ranks). The store route is decided

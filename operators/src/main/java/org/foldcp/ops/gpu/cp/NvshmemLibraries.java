@@ -136,14 +136,4 @@ public final class NvshmemLibraries {
       return null;
     }
   }
-
-  /** Lists the NVSHMEM libraries next to the host library (for logs). */
-  static List<String> siblings(Path hostLibrary) {
-    try (Stream<Path> s = Files.list(hostLibrary.getParent())) {
-      return s.map(p -> p.getFileName().toString()).filter(n -> n.startsWith("nvshmem_") || n.startsWith("libnvshmem"))
-          .sorted().toList();
-    } catch (IOException e) {
-      return List.of();
-    }
-  }
 }
