@@ -8,7 +8,6 @@ import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuEvent;
 import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.gpu.GpuTriMul;
-import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
 import org.foldcp.ops.gpu.feed.HeapComplex;
@@ -35,7 +34,6 @@ final class DeviceFloors implements AutoCloseable {
   /** Pinned copies of the first complexes (the DMA rate does not depend on which bytes move). */
   private static final int HOST_COPIES = 2;
 
-  private final GpuTriMul gpu;
   private final GpuDevice device;
   private final int b;
   private final int n;
@@ -56,7 +54,6 @@ final class DeviceFloors implements AutoCloseable {
   private final GpuEvent[] downloaded = new GpuEvent[SLOTS];
 
   DeviceFloors(GpuTriMul gpu, LayerStack stack, List<HeapComplex> complexes) {
-    this.gpu = gpu;
     this.device = gpu.device();
     HeapComplex first = complexes.get(0);
     this.b = first.batch();
@@ -158,13 +155,6 @@ final class DeviceFloors implements AutoCloseable {
       downloaded[s].record(down);
     }
     down.synchronize();
-    return (System.nanoTime() - t0) / 1e9;
-  }
-
-  /** One host memcpy of a complex into pinned memory, for the report (seconds). */
-  double hostCopy(HeapComplex c) {
-    long t0 = System.nanoTime();
-    HostCopy.toAddress(c.pair(), 0, hostOut.address(), bytes);
     return (System.nanoTime() - t0) / 1e9;
   }
 

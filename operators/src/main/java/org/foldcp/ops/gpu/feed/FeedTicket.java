@@ -2,8 +2,6 @@ package org.foldcp.ops.gpu.feed;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
-import java.util.List;
 import org.foldcp.ops.NonFiniteInputException;
 
 /**
@@ -13,19 +11,19 @@ import org.foldcp.ops.NonFiniteInputException;
 public final class FeedTicket {
   private final StackFeed feed;
   private final DeviceSlot slot;
-  private final int batch;
   private final int n;
   private final int dim;
   private final long bytes;
   private final boolean allowNonFinite;
   private final String what;
+  private final long submitWaitNanos;
   private boolean done;
 
-  FeedTicket(StackFeed feed, DeviceSlot slot, int batch, int n, int dim, long bytes, boolean allowNonFinite,
-             String what) {
+  FeedTicket(StackFeed feed, DeviceSlot slot, int n, int dim, long bytes, boolean allowNonFinite,
+             String what, long submitWaitNanos) {
+    this.submitWaitNanos = submitWaitNanos;
     this.feed = feed;
     this.slot = slot;
-    this.batch = batch;
     this.n = n;
     this.dim = dim;
     this.bytes = bytes;
@@ -43,8 +41,8 @@ public final class FeedTicket {
     requireUndrained();
     done = true;
     long waited = 0;
-    ArrayDeque<long[]> pending = new ArrayDeque<>(); // {block index in held, offset, len}
-    List<PinnedPool.Block> held = new ArrayList<>();
+    ArrayDeque<Pending> pending = new ArrayDeque<>(); // queued downloads, oldest first
+    Pending current = null; // arrived, being handed over
     try {
       feed.device().makeCurrent();
       slot.computed.makeWait(slot.down);
@@ -63,16 +61,14 @@ public final class FeedTicket {
             break;
           }
           long len = Math.min(feed.pool().blockBytes(), bytes - next);
-          held.add(b);
+          pending.add(new Pending(b, next, len));
           slot.x().copyToHostAsync(next, b.buffer, 0, len, slot.down);
           b.lastUse.record(slot.down);
-          pending.add(new long[] {held.size() - 1, next, len});
           next += len;
         }
-        long[] p = pending.poll();
-        PinnedPool.Block b = held.get((int) p[0]);
+        current = pending.poll();
         long t0 = System.nanoTime();
-        b.lastUse.synchronize();
+        current.block.lastUse.synchronize();
         waited += System.nanoTime() - t0;
         if (gpu < 0) {
           // the complex's kernels ran before this block's copy: their time and the scan are readable
@@ -81,22 +77,27 @@ public final class FeedTicket {
             throwIfNonFinite();
           }
         }
-        out.copyPair(p[1], b.address(), p[2]);
-        held.set((int) p[0], null);
-        feed.pool().release(b);
-        handed += p[2];
+        out.copyPair(current.offset, current.block.address(), current.len);
+        feed.pool().release(current.block);
+        handed += current.len;
+        current = null;
       }
+      waited += submitWaitNanos;
       feed.drained(gpu, waited, bytes);
       return new Drained(gpu, waited, bytes);
     } finally {
-      for (PinnedPool.Block b : held) {
-        if (b != null) {
-          feed.pool().release(b, slot.down); // after the copies still queued into it
-        }
+      if (current != null) {
+        pending.addFirst(current);
+      }
+      for (Pending p : pending) {
+        feed.pool().release(p.block, slot.down); // after the copies still queued into it
       }
       feed.settle(slot);
     }
   }
+
+  /** A block's download: where it goes in the output. */
+  private record Pending(PinnedPool.Block block, long offset, long len) {}
 
   /** Frees the slot without handing anything over (a task that stops before draining). */
   public void abandon() {
@@ -131,11 +132,9 @@ public final class FeedTicket {
         NonFiniteInputException.LIBRARY_HINT);
   }
 
-  /** (B, N, D) of the complex. */
-  public int[] shape() {
-    return new int[] {batch, n, dim};
-  }
-
-  /** What a drain measured: GPU time of the complex's scan and layers, host time spent waiting. */
+  /**
+   * What a drain measured: GPU time of the complex's scan and layers, and host time spent waiting
+   * for the complex (its slot and pinned blocks at submit, its downloads at drain).
+   */
   public record Drained(long gpuNanos, long waitNanos, long bytes) {}
 }

@@ -127,21 +127,23 @@ public final class StackFeed implements AutoCloseable {
   /**
    * Uploads {@code in} and queues the stack on it, waiting for a free device slot if need be.
    * Returns once every byte of {@code in} is in pinned memory or on the device (the source may be
-   * reused then); the kernels and the download come later ({@link Ticket#drain}).
+   * reused then); the kernels and the download come later ({@link FeedTicket#drain}).
    *
    * @param what names the complex in errors (e.g. "complex 'c7'")
    * @throws InvalidInputException when a layer's D differs from the complex's or the shape is not supported
    */
   public FeedTicket submit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
     check(in, stack);
-    return start(acquireSlot(), in, stack, allowNonFinite, what);
+    long t0 = System.nanoTime();
+    DeviceSlot slot = acquireSlot();
+    return start(slot, in, stack, allowNonFinite, what, System.nanoTime() - t0);
   }
 
   /** As {@link #submit}, but returns null at once, reading nothing, when no slot is free. */
   public FeedTicket trySubmit(ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
     check(in, stack);
     DeviceSlot slot = freeSlots.poll();
-    return slot == null ? null : start(slot, in, stack, allowNonFinite, what);
+    return slot == null ? null : start(slot, in, stack, allowNonFinite, what, 0);
   }
 
   private static void check(ComplexIn in, List<TriMulLayer> stack) {
@@ -154,7 +156,6 @@ public final class StackFeed implements AutoCloseable {
   }
 
   private DeviceSlot acquireSlot() {
-    long t0 = System.nanoTime();
     try {
       DeviceSlot s;
       while ((s = freeSlots.poll(WAIT_CHECK_MILLIS, TimeUnit.MILLISECONDS)) == null) {
@@ -164,12 +165,12 @@ public final class StackFeed implements AutoCloseable {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while waiting for a device slot of the GPU feed", e);
-    } finally {
-      waitNanos.addAndGet(System.nanoTime() - t0);
     }
   }
 
-  private FeedTicket start(DeviceSlot slot, ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what) {
+  /** {@code waited}: nanoseconds the caller already waited for the slot. */
+  private FeedTicket start(DeviceSlot slot, ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what,
+                           long waited) {
     boolean queued = false;
     try {
       requireOpen();
@@ -177,15 +178,15 @@ public final class StackFeed implements AutoCloseable {
       long xBytes = in.pairBytes();
       long maskBytes = in.hasMask() ? in.maskBytes() : 0;
       slot.ensure(xBytes, maskBytes);
-      upload(slot, slot.x(), xBytes, in::copyPair);
+      waited += upload(slot, slot.x(), xBytes, in::copyPair);
       if (maskBytes > 0) {
-        upload(slot, slot.mask(), maskBytes, in::copyMask);
+        waited += upload(slot, slot.mask(), maskBytes, in::copyMask);
       }
       slot.uploaded.record(slot.up);
       enqueueStack(slot, in, stack, allowNonFinite, maskBytes > 0);
       queued = true;
       bytesIn.addAndGet(xBytes + maskBytes);
-      return new FeedTicket(this, slot, in.batch(), in.n(), in.dim(), xBytes, allowNonFinite, what);
+      return new FeedTicket(this, slot, in.n(), in.dim(), xBytes, allowNonFinite, what, waited);
     } finally {
       if (!queued) {
         settle(slot);
@@ -199,28 +200,26 @@ public final class StackFeed implements AutoCloseable {
     void copy(long offset, long dst, long len);
   }
 
-  /** Fills pinned blocks from {@code src} and uploads each on the slot's stream as soon as it is full. */
-  private void upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
+  /**
+   * Fills pinned blocks from {@code src} and uploads each on the slot's stream as soon as it is
+   * full; returns the nanoseconds spent waiting for blocks.
+   */
+  private long upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
     long block = pool.blockBytes();
+    long waited = 0;
     for (long off = 0; off < bytes; off += block) {
       long len = Math.min(block, bytes - off);
-      PinnedPool.Block b = timedAcquire();
+      long t0 = System.nanoTime();
+      PinnedPool.Block b = pool.acquire();
+      waited += System.nanoTime() - t0;
       try {
         src.copy(off, b.address(), len);
         dst.copyFromHostAsync(off, b.buffer, 0, len, slot.up);
-      } catch (RuntimeException | Error e) {
-        pool.release(b, slot.up); // the copy may have been queued: the block waits for it
-        throw e;
+      } finally {
+        pool.release(b, slot.up); // back once its copy, if queued, has run
       }
-      pool.release(b, slot.up);
     }
-  }
-
-  private PinnedPool.Block timedAcquire() {
-    long t0 = System.nanoTime();
-    PinnedPool.Block b = pool.acquire();
-    waitNanos.addAndGet(System.nanoTime() - t0);
-    return b;
+    return waited;
   }
 
   /** The scan and the layers on the compute stream, after the slot's upload. */
