@@ -68,6 +68,10 @@ public final class JobBenchmark {
   static final String HEADER = "date,commit,device,backend,complexes,N,D,layers,slots,threads,arm,median_s,"
       + "complexes_per_s,share_of_overlapped_floor,status";
 
+  /** The task threads' stack sampling period during the job's passes, and the frames reported. */
+  private static final long SAMPLE_MILLIS = 10;
+  private static final int PROFILE_TOP = 12;
+
   private JobBenchmark() {}
 
   /** The settings of one run, parsed from the command line. */
@@ -191,19 +195,25 @@ public final class JobBenchmark {
       }
       JobMetrics metrics = JobMetrics.listenTo(spark);
       double lastJobPass = 0;
-      for (int r = 0; r < s.repeats(); r++) {
-        for (int k = 0; k < arms.size(); k++) {
-          Arm a = arms.get((k + r) % arms.size()); // rotated order per pass
-          if (a.name().equals("job")) {
-            metrics.reset();
-          }
-          passes.get(a.name())[r] = a.pass();
-          if (a.name().equals("job")) {
-            lastJobPass = passes.get(a.name())[r];
+      try (TaskSampler sampler = new TaskSampler(SAMPLE_MILLIS)) {
+        for (int r = 0; r < s.repeats(); r++) {
+          for (int k = 0; k < arms.size(); k++) {
+            Arm a = arms.get((k + r) % arms.size()); // rotated order per pass
+            boolean job = a.name().equals("job");
+            if (job) {
+              metrics.reset();
+              sampler.resume();
+            }
+            passes.get(a.name())[r] = a.pass();
+            if (job) {
+              sampler.pause();
+              lastJobPass = passes.get(a.name())[r];
+            }
           }
         }
+        printJobMetrics(metrics.last(), lastJobPass, s.slots());
+        sampler.report(PROFILE_TOP).forEach(System.out::println);
       }
-      printJobMetrics(metrics.last(), lastJobPass, s.slots());
     } finally {
       spark.stop();
     }
@@ -283,6 +293,12 @@ public final class JobBenchmark {
       TriMulJob.localGpu(conf);
       conf.set(FoldCpConf.GPU_CONCURRENT_TASKS.name(), Integer.toString(s.slots()));
       conf.set(FoldCpConf.GPU_DEVICE_SLOTS.name(), Integer.toString(s.slots() + 2));
+      // a span of the pinned pool per task for its output row (the download lands there, no host
+      // copy) plus blocks to stream its uploads through: the setting's own advice
+      long row = 2L * s.n() * s.n() * s.dim() + (long) s.n() * s.n() + (1L << 20);
+      long block = 16L << 20;
+      long perTask = ((row + block - 1) / block + 4) * block;
+      conf.set(FoldCpConf.GPU_PINNED_POOL_BYTES.name(), Long.toString(s.slots() * perTask));
     }
     return SparkSession.builder().config(conf).getOrCreate();
   }

@@ -16,7 +16,8 @@ import org.foldcp.ops.InvalidInputException;
  * JNI's NewDirectByteBuffer when it allocates, so no Cleaner frees it, and after {@link #close()}
  * any access through a view obtained earlier would read freed memory (a crash, not an exception).
  * Views are therefore only handed out by {@link #buffer()}, which refuses once closed; callers
- * must not keep them past close. At most 2 GiB - 1 bytes (a ByteBuffer's limit).
+ * must not keep them past close. A buffer above 2 GiB - 1 bytes (a ByteBuffer's limit) has no view:
+ * it is reached through {@link #address()} and the device copies only (the GPU feed's pool).
  */
 public final class PinnedHostBuffer implements AutoCloseable {
   private final GpuDevice device;
@@ -35,17 +36,19 @@ public final class PinnedHostBuffer implements AutoCloseable {
   }
 
   public static PinnedHostBuffer allocate(GpuDevice device, long bytes, String purpose) {
-    InvalidInputException.require(bytes >= 1 && bytes <= Integer.MAX_VALUE, "pinned buffer size", bytes,
-        "must lie in [1, 2^31 - 1] bytes (a Java ByteBuffer views it)");
+    InvalidInputException.require(bytes >= 1, "pinned buffer size", bytes, "must be >= 1 byte");
     device.makeCurrent();
     RawHandles.HostPtr p = new RawHandles.HostPtr();
     CudaDriver.check(JCudaDriver.cuMemAllocHost(p, bytes), "cuMemAllocHost(" + bytes + " bytes for " + purpose + ")");
-    ByteBuffer bb = p.getByteBuffer(0, bytes);
-    if (bb == null) {
-      JCudaDriver.cuMemFreeHost(p);
-      throw new GpuException("cuMemAllocHost(" + bytes + " bytes) returned memory that JCuda gives no ByteBuffer for");
+    ByteBuffer bb = null;
+    if (bytes <= Integer.MAX_VALUE) {
+      bb = p.getByteBuffer(0, bytes);
+      if (bb == null) {
+        JCudaDriver.cuMemFreeHost(p);
+        throw new GpuException("cuMemAllocHost(" + bytes + " bytes) returned memory that JCuda gives no ByteBuffer for");
+      }
+      bb = bb.slice().order(ByteOrder.LITTLE_ENDIAN);
     }
-    bb = bb.slice().order(ByteOrder.LITTLE_ENDIAN);
     return new PinnedHostBuffer(device, p, bb, bytes, purpose);
   }
 
@@ -66,10 +69,14 @@ public final class PinnedHostBuffer implements AutoCloseable {
 
   /**
    * A fresh little-endian view of the whole buffer (position 0, limit = bytes); valid only until
-   * {@link #close()}.
+   * {@link #close()}. None for a buffer above 2 GiB - 1 bytes.
    */
   public ByteBuffer buffer() {
     ensureOpen();
+    if (buffer == null) {
+      throw new IllegalStateException("a pinned buffer of " + bytes + " bytes has no ByteBuffer view (above 2^31 - 1"
+          + " bytes): use address()");
+    }
     return buffer.duplicate().order(ByteOrder.LITTLE_ENDIAN);
   }
 

@@ -128,8 +128,10 @@ public final class FoldCpConf implements Serializable {
       "a byte count >= 32m with an optional suffix k, m, g, t (powers of 1024), e.g. 2g", "1g",
       "Pinned (page-locked) host memory each executor allocates once for its GPU, in blocks of 16 MiB: every byte"
           + " of a complex moves between Spark's rows and the GPU through it with bulk copies, the uploads, kernels and"
-          + " downloads of different complexes overlapped. Fixed for the executor's life; a complex larger than the"
-          + " pool streams through it.",
+          + " downloads of different complexes overlapped. An output row is laid out in the pool where a span of it"
+          + " is free, so that the download writes the values where Spark reads them (no host copy); each task in"
+          + " flight holds one such row, so a pool of about (concurrent tasks) x (largest complex + 64 MiB) lets every"
+          + " output skip the copy. Fixed for the executor's life; a complex larger than the pool streams through it.",
       ValueParsers.byteSizeAtLeast(32L << 20));
 
   public static final ConfKey<Integer> GPU_DEVICE_SLOTS = new ConfKey<>(PREFIX + "gpu.deviceSlots",

@@ -8,15 +8,18 @@ import java.util.function.Function;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.foldcp.ops.NonFiniteInputException;
 import org.foldcp.ops.gpu.feed.FeedTicket;
+import org.foldcp.ops.gpu.feed.PinnedPool;
 import org.foldcp.ops.gpu.feed.StackFeed;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.spark.route.NonFiniteInput;
 
 /**
  * The cp = 1 route's GPU path over rows: whole complexes go from the input rows to the executor's
- * GPU feed and from the feed into the output rows as bulk copies (see {@link TileRowBytes} and
- * {@link UnsafeTileRows}), with up to {@code depth} complexes of this task in the feed at once,
- * so that one complex's download, the next one's kernels and the one after's upload overlap.
+ * GPU feed as bulk copies ({@link TileRowBytes}) and come back as output rows laid out in the
+ * feed's pinned memory, the download writing their values in place ({@link UnsafeTileRows}; a
+ * heap row when the pool has no span free). Up to {@code depth} complexes of this task are in the
+ * feed at once, so that one complex's download, the next one's kernels and the one after's upload
+ * overlap.
  *
  * <p>Order is kept: outputs come in input order. A row the feed does not take (a row band of a
  * complex above 2 GiB, a complex whose slots would not fit in device memory, an output too large
@@ -39,6 +42,7 @@ final class FeedForward implements Iterator<InternalRow> {
   private final Function<Iterator<InternalRow>, Iterator<InternalRow>> rest;
   private final UnsafeTileRows out = new UnsafeTileRows();
   private final ArrayDeque<InFlight> inFlight = new ArrayDeque<>();
+  private PinnedPool.Run lent;              // the pinned memory of the row handed out last, if it lives there
   private InternalRow pulled;               // taken from rows, not yet in the feed
   private Iterator<InternalRow> restOut;    // once the fast path has ended
 
@@ -68,6 +72,7 @@ final class FeedForward implements Iterator<InternalRow> {
     if (!hasNext()) {
       throw new NoSuchElementException();
     }
+    giveBackLent(); // the row handed out last is void from here on (Spark's row-reuse contract)
     if (restOut != null) {
       return restOut.next();
     }
@@ -111,15 +116,33 @@ final class FeedForward implements Iterator<InternalRow> {
     }
   }
 
+  /**
+   * The oldest complex's output row. Where the pool has a free span for the whole row, the row is
+   * laid out in pinned memory and the download lands in its pair field: no host copy of the values
+   * (the span stays lent until the next call). Otherwise it streams through pinned blocks into the
+   * task's heap row (one host copy per byte).
+   */
   private InternalRow drainOldest() {
     InFlight f = inFlight.poll();
     long t0 = System.nanoTime();
-    out.begin(f.complexId, f.nTokens, f.dim, f.pairBytes, f.mask);
+    PinnedPool.Run run = feed.pool().tryAcquireRun(UnsafeTileRows.rowBytes(f.complexId, f.pairBytes, f.mask));
     FeedTicket.Drained d;
     try {
-      d = f.ticket.drain(out.pairSink());
+      if (run != null) {
+        long at = out.beginAt(run.address(), f.complexId, f.nTokens, f.dim, f.pairBytes, f.mask);
+        d = f.ticket.drainInto(run, at);
+        lent = run;
+        run = null;
+      } else {
+        out.begin(f.complexId, f.nTokens, f.dim, f.pairBytes, f.mask);
+        d = f.ticket.drain(out.pairSink());
+      }
     } catch (NonFiniteInputException e) {
       throw NonFiniteInput.about(e, "the pair tensor of complex '" + f.complexId + "'");
+    } finally {
+      if (run != null) {
+        feed.pool().release(run); // the drain failed: nothing was handed out from it
+      }
     }
     metrics.computeNanos(System.nanoTime() - t0);
     metrics.gpuBusyNanos(d.gpuNanos());
@@ -131,6 +154,14 @@ final class FeedForward implements Iterator<InternalRow> {
     return out.row();
   }
 
+  private void giveBackLent() {
+    if (lent != null) {
+      PinnedPool.Run r = lent;
+      lent = null;
+      feed.pool().release(r);
+    }
+  }
+
   /**
    * At the task's end: frees the slots of complexes still in the feed (a task that stops early)
    * and gives the output buffer to a later task; idempotent.
@@ -140,6 +171,7 @@ final class FeedForward implements Iterator<InternalRow> {
     while ((f = inFlight.poll()) != null) {
       f.ticket.abandon();
     }
+    giveBackLent();
     out.release();
   }
 

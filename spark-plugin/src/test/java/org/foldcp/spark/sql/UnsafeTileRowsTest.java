@@ -111,6 +111,31 @@ class UnsafeTileRowsTest {
     }
   }
 
+  @Test
+  void rowsLaidOutInRawMemoryEqualTheEncodersByteForByte() {
+    UnsafeTileRows out = new UnsafeTileRows();
+    for (TileRecord t : new TileRecord[] {whole("ä-7", 11, 8, true, 1), whole("b", 5, 4, false, 2),
+        whole("a much longer complex id", 3, 32, true, 4)}) {
+      UnsafeRow want = (UnsafeRow) ENCODER.apply(t).copy();
+      byte[] pair = want.getBinary(TileRows.PAIR);
+      byte[] mask = t.tile.hasMask() ? want.getBinary(TileRows.MASK) : null;
+      long bytes = UnsafeTileRows.rowBytes(t.complexId, pair.length, mask);
+      long address = Platform.allocateMemory(bytes);
+      try {
+        Platform.setMemory(address, (byte) 0xAB, bytes); // stale bytes, as a reused pinned span holds
+        long at = out.beginAt(address, t.complexId, t.nTokens, t.dim(), pair.length, mask);
+        Platform.copyMemory(pair, Platform.BYTE_ARRAY_OFFSET, null, address + at, pair.length); // the download
+        UnsafeRow got = out.row();
+        assertEquals(null, got.getBaseObject(), "the row points into raw memory, not a copy");
+        assertEquals(want, got, "the same UnsafeRow bytes as the decoding path's encoder for " + t);
+        assertSameTile(t, TileRows.decode(got.copy(), TileRows.identityOrdinals()));
+        assertThrows(IllegalStateException.class, out::pairSink, "the caller fills a raw row's pair bytes");
+      } finally {
+        Platform.freeMemory(address);
+      }
+    }
+  }
+
   private static void assertSameTile(TileRecord want, TileRecord got) {
     assertEquals(want.complexId, got.complexId);
     assertEquals(want.nTokens, got.nTokens);

@@ -62,7 +62,7 @@ public final class FeedTicket {
           }
           long len = Math.min(feed.pool().blockBytes(), bytes - next);
           pending.add(new Pending(b, next, len));
-          slot.x().copyToHostAsync(next, b.buffer, 0, len, slot.down);
+          slot.x().copyToHostAsync(next, b.arena, b.offset, len, slot.down);
           b.lastUse.record(slot.down);
           next += len;
         }
@@ -92,6 +92,43 @@ public final class FeedTicket {
       for (Pending p : pending) {
         feed.pool().release(p.block, slot.down); // after the copies still queued into it
       }
+      feed.settle(slot);
+    }
+  }
+
+  /**
+   * Downloads the output in one copy straight into {@code run} at byte {@code at} (where the
+   * caller's output row keeps its values: no host copy), waits for it and frees the slot. The run's
+   * bytes are not output when the input held NaN or Inf (unless allowed): the exception comes
+   * instead, and the caller gives the run back.
+   *
+   * @throws NonFiniteInputException naming the first (b, i, j, c)
+   * @throws IndexOutOfBoundsException when the output does not fit in the run from {@code at}
+   */
+  public Drained drainInto(PinnedPool.Run run, long at) {
+    requireUndrained();
+    if (at < 0 || at > run.bytes - bytes) {
+      throw new IndexOutOfBoundsException("an output of " + bytes + " bytes at byte " + at + " of a pinned run of "
+          + run.bytes + " bytes");
+    }
+    done = true;
+    try {
+      feed.device().makeCurrent();
+      slot.computed.makeWait(slot.down);
+      if (!allowNonFinite) {
+        slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
+      }
+      slot.x().copyToHostAsync(0, run.arena, run.offset + at, bytes, slot.down);
+      long t0 = System.nanoTime();
+      slot.down.synchronize();
+      long waited = System.nanoTime() - t0 + submitWaitNanos;
+      long gpu = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
+      if (!allowNonFinite) {
+        throwIfNonFinite();
+      }
+      feed.drained(gpu, waited, bytes);
+      return new Drained(gpu, waited, bytes);
+    } finally {
       feed.settle(slot);
     }
   }

@@ -1,9 +1,11 @@
 package org.foldcp.ops.gpu.feed;
 
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.GpuDevice;
@@ -12,43 +14,90 @@ import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
 
 /**
- * A fixed set of equal pinned host blocks, allocated once when the executor's GPU opens and
+ * A fixed pinned arena cut into equal blocks, allocated once when the executor's GPU opens and
  * reused by every complex: the only host memory the DMA engines read from or write to. A complex
  * larger than the pool streams through it block by block, so the pool bounds pinned memory
  * whatever the complexes are.
  *
- * <p>A block is held by one thread between {@link #acquire} and {@link #release}. A block given
- * back with a stream carries an event recorded after the copy that uses it; the next
- * {@link #acquire} of that block waits for the event first, so the host never rewrites a block the
- * DMA engine is still reading. Blocks come back in the order they were given (FIFO), which makes
- * that wait rare.
+ * <p>Two uses. A {@link Block} is one block, the unit of streaming copies: held by one thread
+ * between {@link #acquire} and {@link #release}. A {@link Run} is a span of adjacent blocks, taken
+ * only with {@link #tryAcquireRun} (never waited for): the contiguous memory a whole output row
+ * lives in, so that the download writes the row's values where Spark reads them, with no host copy.
+ * Runs are taken from the lowest free span and single blocks in the order they came back, which
+ * keeps low spans free for runs while streaming blocks cycle through the rest.
+ *
+ * <p>A block given back with a stream carries an event recorded after the copy that uses it; the
+ * next acquire of that block waits for the event first, so the host never rewrites a block the DMA
+ * engine is still reading. Single blocks come back first in, first out, which makes that wait rare.
  */
 public final class PinnedPool implements AutoCloseable {
   /** How often a thread waiting for a block checks whether the pool closed. */
   private static final long WAIT_CHECK_MILLIS = 200;
 
-  /** One block and the event of its last asynchronous use. */
+  /** One block of the arena and the event of its last asynchronous use. */
   static final class Block {
-    final PinnedHostBuffer buffer;
+    final PinnedHostBuffer arena;
+    final int index;
+    final long offset;
     final GpuEvent lastUse;
 
-    Block(PinnedHostBuffer buffer, GpuEvent lastUse) {
-      this.buffer = buffer;
+    Block(PinnedHostBuffer arena, int index, long offset, GpuEvent lastUse) {
+      this.arena = arena;
+      this.index = index;
+      this.offset = offset;
       this.lastUse = lastUse;
     }
 
     long address() {
-      return buffer.address();
+      return arena.address() + offset;
+    }
+  }
+
+  /**
+   * Adjacent blocks held as one span of pinned memory, for {@link #release(Run)} once nothing reads
+   * or writes it (its copies done, the row built in it consumed).
+   */
+  public static final class Run {
+    final PinnedHostBuffer arena;
+    final int first;
+    final int count;
+    final long offset;
+    final long bytes;
+    private boolean released;
+
+    Run(PinnedHostBuffer arena, int first, int count, long offset, long bytes) {
+      this.arena = arena;
+      this.first = first;
+      this.count = count;
+      this.offset = offset;
+      this.bytes = bytes;
+    }
+
+    /** The raw address of the run's first byte (valid until released). */
+    public long address() {
+      if (released) {
+        throw new IllegalStateException("this pinned run was released");
+      }
+      return arena.address() + offset;
+    }
+
+    /** Bytes the run spans (whole blocks, at least what was asked for). */
+    public long bytes() {
+      return bytes;
     }
   }
 
   private final long blockBytes;
+  private final PinnedHostBuffer arena;
   private final List<Block> all = new ArrayList<>();
-  private final ArrayBlockingQueue<Block> free;
+  private final boolean[] held;
+  private final ArrayDeque<Block> free = new ArrayDeque<>(); // single blocks, oldest returned first
+  private final ReentrantLock lock = new ReentrantLock(true);
+  private final Condition returned = lock.newCondition();
   private volatile boolean closed;
 
   /**
-   * {@code blocks} pinned blocks of {@code blockBytes} each on {@code device}'s context.
+   * {@code blocks} pinned blocks of {@code blockBytes} each, in one arena on {@code device}'s context.
    *
    * @throws InvalidInputException for fewer than 2 blocks or a block size outside [1 MiB, 1 GiB]
    */
@@ -58,18 +107,11 @@ public final class PinnedPool implements AutoCloseable {
     InvalidInputException.require(blockBytes >= (1L << 20) && blockBytes <= (1L << 30), "pinned block bytes",
         blockBytes, "must lie in [1 MiB, 1 GiB]");
     this.blockBytes = blockBytes;
-    this.free = new ArrayBlockingQueue<>(blocks, true);
+    this.held = new boolean[blocks];
+    this.arena = PinnedHostBuffer.allocate(device, blocks * blockBytes, "pinned pool (" + blocks + " blocks)");
     try {
       for (int k = 0; k < blocks; k++) {
-        PinnedHostBuffer buf = PinnedHostBuffer.allocate(device, blockBytes, "pinned pool block " + k);
-        GpuEvent ev;
-        try {
-          ev = GpuEvent.create(device, false, "pinned pool block " + k);
-        } catch (RuntimeException e) {
-          Closeables.closeAll(e, buf);
-          throw e;
-        }
-        Block b = new Block(buf, ev);
+        Block b = new Block(arena, k, k * blockBytes, GpuEvent.create(device, false, "pinned pool block " + k));
         all.add(b);
         free.add(b);
       }
@@ -94,42 +136,133 @@ public final class PinnedPool implements AutoCloseable {
 
   /** Blocks free now. */
   public int available() {
-    return free.size();
+    lock.lock();
+    try {
+      return free.size();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /** A block, waiting while every block is in use; the copy that last used it has finished. */
   Block acquire() {
+    Block b;
+    lock.lock();
     try {
-      Block b;
-      while ((b = free.poll(WAIT_CHECK_MILLIS, TimeUnit.MILLISECONDS)) == null) {
+      while ((b = take()) == null) {
         requireOpen();
+        if (!returned.await(WAIT_CHECK_MILLIS, TimeUnit.MILLISECONDS)) {
+          requireOpen();
+        }
       }
-      b.lastUse.synchronize();
-      return b;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while waiting for a pinned block", e);
+    } finally {
+      lock.unlock();
     }
+    b.lastUse.synchronize();
+    return b;
   }
 
   /** A free block, or null at once when none is (for work ahead that must never wait holding blocks). */
   Block tryAcquire() {
-    Block b = free.poll();
+    Block b;
+    lock.lock();
+    try {
+      b = take();
+    } finally {
+      lock.unlock();
+    }
     if (b != null) {
       b.lastUse.synchronize();
     }
     return b;
   }
 
+  private Block take() {
+    Block b = free.poll();
+    if (b != null) {
+      held[b.index] = true;
+    }
+    return b;
+  }
+
+  /**
+   * Adjacent free blocks spanning at least {@code bytes}, the lowest such span; null at once when
+   * there is none (the caller takes its streaming path instead, so nothing ever waits for a span).
+   */
+  public Run tryAcquireRun(long bytes) {
+    InvalidInputException.require(bytes >= 1, "pinned run bytes", bytes, "must be >= 1");
+    long want = (bytes + blockBytes - 1) / blockBytes;
+    if (want > all.size()) {
+      return null;
+    }
+    int count = (int) want;
+    int first = -1;
+    lock.lock();
+    try {
+      requireOpen();
+      int streak = 0;
+      for (int k = 0; k < held.length; k++) {
+        streak = held[k] ? 0 : streak + 1;
+        if (streak == count) {
+          first = k - count + 1;
+          break;
+        }
+      }
+      if (first < 0) {
+        return null;
+      }
+      for (int k = first; k < first + count; k++) {
+        held[k] = true;
+        free.remove(all.get(k));
+      }
+    } finally {
+      lock.unlock();
+    }
+    for (int k = first; k < first + count; k++) {
+      all.get(k).lastUse.synchronize();
+    }
+    return new Run(arena, first, count, first * blockBytes, count * blockBytes);
+  }
+
+  /** Gives a run back whose memory nothing reads or writes any more; idempotent. */
+  public void release(Run r) {
+    lock.lock();
+    try {
+      if (r.released) {
+        return;
+      }
+      r.released = true;
+      for (int k = r.first; k < r.first + r.count; k++) {
+        give(all.get(k));
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
   /** Gives a block back whose contents nothing reads or writes any more. */
   void release(Block b) {
-    free.add(b);
+    lock.lock();
+    try {
+      give(b);
+    } finally {
+      lock.unlock();
+    }
   }
 
   /** Gives a block back that the copy just queued on {@code stream} still uses. */
   void release(Block b, GpuStream stream) {
     b.lastUse.record(stream);
+    release(b);
+  }
+
+  private void give(Block b) {
+    held[b.index] = false;
     free.add(b);
+    returned.signal();
   }
 
   private void requireOpen() {
@@ -139,8 +272,8 @@ public final class PinnedPool implements AutoCloseable {
   }
 
   /**
-   * Frees every block after its last copy. The owner first makes sure no thread holds a block
-   * (the feed closes after its streams have drained).
+   * Frees the arena after every block's last copy. The owner first makes sure no thread holds a
+   * block (the feed closes after its streams have drained).
    */
   @Override
   public void close() {
@@ -149,10 +282,15 @@ public final class PinnedPool implements AutoCloseable {
     for (Block b : all) {
       steps.add(b.lastUse::synchronize);
       steps.add(b.lastUse);
-      steps.add(b.buffer);
     }
-    all.clear();
-    free.clear();
+    steps.add(arena);
+    lock.lock();
+    try {
+      all.clear();
+      free.clear();
+    } finally {
+      lock.unlock();
+    }
     RuntimeException e = Closeables.closeAll(null, steps.toArray(new AutoCloseable[0]));
     if (e != null) {
       throw e;

@@ -214,7 +214,7 @@ public final class StackFeed implements AutoCloseable {
       waited += System.nanoTime() - t0;
       try {
         src.copy(off, b.address(), len);
-        dst.copyFromHostAsync(off, b.buffer, 0, len, slot.up);
+        dst.copyFromHostAsync(off, b.arena, b.offset, len, slot.up);
       } finally {
         pool.release(b, slot.up); // back once its copy, if queued, has run
       }

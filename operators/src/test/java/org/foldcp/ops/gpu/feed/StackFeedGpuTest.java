@@ -14,6 +14,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.foldcp.ops.NonFiniteInputException;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.gpu.MemoryLeakCheck;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
@@ -126,19 +127,19 @@ class StackFeedGpuTest {
                 FeedTicket t2 = feed.trySubmit(ins.get(k), stack.layers(), false, "complex " + c);
                 if (t2 == null) {
                   if (held != null) {
-                    check(held, heldK, ins, want);
+                    check(feed, held, heldK, ins, want);
                     held = null;
                   }
                   t2 = feed.submit(ins.get(k), stack.layers(), false, "complex " + c);
                 }
                 if (held != null) {
-                  check(held, heldK, ins, want);
+                  check(feed, held, heldK, ins, want);
                 }
                 held = t2;
                 heldK = k;
               }
               if (held != null) {
-                check(held, heldK, ins, want);
+                check(feed, held, heldK, ins, want);
               }
               return "ok";
             }));
@@ -164,10 +165,55 @@ class StackFeedGpuTest {
     assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), MemoryLeakCheck.report());
   }
 
-  private static void check(FeedTicket t, int k, List<HeapComplex> ins, List<byte[]> want) {
-    byte[] out = new byte[(int) ins.get(k).pairBytes()];
-    t.drain(HeapComplex.into(out));
-    assertArrayEquals(want.get(k), out, "complex of N = " + ins.get(k).n());
+  /**
+   * Drains {@code t} and compares: even complexes into a pinned run where one is free (the download
+   * lands in it, at an offset as an output row's pair field has), the others block by block.
+   */
+  private static void check(StackFeed feed, FeedTicket t, int k, List<HeapComplex> ins, List<byte[]> want) {
+    long bytes = ins.get(k).pairBytes();
+    byte[] out = new byte[(int) bytes];
+    PinnedPool.Run run = k % 2 == 0 ? feed.pool().tryAcquireRun(bytes + 24) : null;
+    if (run != null) {
+      try {
+        t.drainInto(run, 24);
+        HostCopy.fromAddress(run.address() + 24, out, 0, bytes);
+      } finally {
+        feed.pool().release(run);
+      }
+    } else {
+      t.drain(HeapComplex.into(out));
+    }
+    assertArrayEquals(want.get(k), out, "complex of N = " + ins.get(k).n() + (run != null ? ", into a run" : ""));
+  }
+
+  @Test
+  void runsAreAdjacentBlocksTakenOnlyWhenFreeAndGivenBackWhole() {
+    assumeGpu();
+    long mark = MemoryLeakCheck.mark();
+    try (GpuTriMul gpu = new GpuTriMul(); PinnedPool pool = new PinnedPool(gpu.device(), 6, 1L << 20)) {
+      PinnedPool.Block single = pool.acquire(); // the first block comes back first: index 0
+      PinnedPool.Run a = pool.tryAcquireRun((2L << 20) + 1); // 3 blocks: the lowest free span is 1..3
+      assertNotNull(a);
+      assertEquals(3L << 20, a.bytes());
+      assertEquals(single.address() + (1L << 20), a.address(), "the span right after the held block");
+      assertNull(pool.tryAcquireRun(3L << 20), "2 blocks left: no span of 3, and no wait");
+      assertNull(pool.tryAcquireRun(7L << 20), "larger than the pool");
+      PinnedPool.Run b = pool.tryAcquireRun(2L << 20);
+      assertNotNull(b);
+      assertEquals(0, pool.available());
+      pool.release(single);
+      pool.release(a);
+      pool.release(a); // idempotent
+      assertEquals(4, pool.available());
+      assertThrows(IllegalStateException.class, a::address, "a released run is not readable through its handle");
+      PinnedPool.Run c = pool.tryAcquireRun(4L << 20);
+      assertNotNull(c, "blocks 0..3 free again form one span");
+      assertEquals(single.address(), c.address());
+      pool.release(b);
+      pool.release(c);
+      assertEquals(6, pool.available());
+    }
+    assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), MemoryLeakCheck.report());
   }
 
   @Test
