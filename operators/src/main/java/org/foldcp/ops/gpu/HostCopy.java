@@ -22,6 +22,20 @@ public final class HostCopy {
 
   private HostCopy() {}
 
+  /** {@code bytes} of plain native memory (malloc), uninitialised; 0 when there is none. */
+  static long allocateRaw(long bytes) {
+    try {
+      return UNSAFE.allocateMemory(bytes);
+    } catch (OutOfMemoryError e) {
+      return 0;
+    }
+  }
+
+  /** Frees memory of {@link #allocateRaw}. */
+  static void freeRaw(long address) {
+    UNSAFE.freeMemory(address);
+  }
+
   private static Unsafe unsafe() {
     try {
       Field f = Unsafe.class.getDeclaredField("theUnsafe");

@@ -16,40 +16,66 @@ import org.foldcp.ops.InvalidInputException;
  * JNI's NewDirectByteBuffer when it allocates, so no Cleaner frees it, and after {@link #close()}
  * any access through a view obtained earlier would read freed memory (a crash, not an exception).
  * Views are therefore only handed out by {@link #buffer()}, which refuses once closed; callers
- * must not keep them past close. A buffer above 2 GiB - 1 bytes (a ByteBuffer's limit) has no view:
- * it is reached through {@link #address()} and the device copies only (the GPU feed's pool).
+ * must not keep them past close. A buffer above 2 GiB - 1 bytes (a ByteBuffer's limit) is malloc'd
+ * memory page-locked by cuMemHostRegister and has no view: it is reached through {@link #address()}
+ * and the device copies only (the GPU feed's pool).
  */
 public final class PinnedHostBuffer implements AutoCloseable {
   private final GpuDevice device;
   private final RawHandles.HostPtr pointer;
   private final ByteBuffer buffer;
   private final long bytes;
+  /** The malloc'd block a registered buffer lives in (0 for cuMemAllocHost memory). */
+  private final long registeredFrom;
   private final long handleId;
   private boolean closed;
 
-  private PinnedHostBuffer(GpuDevice device, RawHandles.HostPtr pointer, ByteBuffer buffer, long bytes, String purpose) {
+  private PinnedHostBuffer(GpuDevice device, RawHandles.HostPtr pointer, ByteBuffer buffer, long bytes,
+                           long registeredFrom, String purpose) {
     this.device = device;
     this.pointer = pointer;
     this.buffer = buffer;
     this.bytes = bytes;
+    this.registeredFrom = registeredFrom;
     this.handleId = MemoryLeakCheck.register("pinned host buffer", bytes, purpose);
   }
 
   public static PinnedHostBuffer allocate(GpuDevice device, long bytes, String purpose) {
     InvalidInputException.require(bytes >= 1, "pinned buffer size", bytes, "must be >= 1 byte");
     device.makeCurrent();
+    if (bytes > Integer.MAX_VALUE) {
+      return registered(device, bytes, purpose);
+    }
     RawHandles.HostPtr p = new RawHandles.HostPtr();
     CudaDriver.check(JCudaDriver.cuMemAllocHost(p, bytes), "cuMemAllocHost(" + bytes + " bytes for " + purpose + ")");
-    ByteBuffer bb = null;
-    if (bytes <= Integer.MAX_VALUE) {
-      bb = p.getByteBuffer(0, bytes);
-      if (bb == null) {
-        JCudaDriver.cuMemFreeHost(p);
-        throw new GpuException("cuMemAllocHost(" + bytes + " bytes) returned memory that JCuda gives no ByteBuffer for");
-      }
-      bb = bb.slice().order(ByteOrder.LITTLE_ENDIAN);
+    ByteBuffer bb = p.getByteBuffer(0, bytes);
+    if (bb == null) {
+      JCudaDriver.cuMemFreeHost(p);
+      throw new GpuException("cuMemAllocHost(" + bytes + " bytes) returned memory that JCuda gives no ByteBuffer for");
     }
-    return new PinnedHostBuffer(device, p, bb, bytes, purpose);
+    bb = bb.slice().order(ByteOrder.LITTLE_ENDIAN);
+    return new PinnedHostBuffer(device, p, bb, bytes, 0, purpose);
+  }
+
+  /**
+   * Above 2 GiB - 1: malloc'd memory page-locked with cuMemHostRegister. cuMemAllocHost cannot be
+   * used there: JCuda makes a ByteBuffer of every host allocation, whose int capacity wraps (an
+   * exception after the allocation, or a view of the wrong size).
+   */
+  private static PinnedHostBuffer registered(GpuDevice device, long bytes, String purpose) {
+    long page = 4096;
+    long raw = HostCopy.allocateRaw(bytes + page);
+    if (raw == 0) {
+      throw new GpuException("no " + (bytes + page) + " bytes of host memory for " + purpose + " (malloc failed)");
+    }
+    long start = (raw + page - 1) & ~(page - 1);
+    RawHandles.HostPtr p = new RawHandles.HostPtr(start);
+    int rc = JCudaDriver.cuMemHostRegister(p, bytes, 0);
+    if (rc != 0) {
+      HostCopy.freeRaw(raw);
+      CudaDriver.check(rc, "cuMemHostRegister(" + bytes + " bytes for " + purpose + ")");
+    }
+    return new PinnedHostBuffer(device, p, null, bytes, raw, purpose);
   }
 
   public static PinnedHostBuffer allocate(GpuDevice device, long bytes) {
@@ -112,6 +138,14 @@ public final class PinnedHostBuffer implements AutoCloseable {
     closed = true;
     MemoryLeakCheck.release(handleId);
     device.setCurrent();
+    if (registeredFrom != 0) {
+      try {
+        CudaDriver.check(JCudaDriver.cuMemHostUnregister(pointer), "cuMemHostUnregister(" + bytes + " bytes)");
+      } finally {
+        HostCopy.freeRaw(registeredFrom);
+      }
+      return;
+    }
     CudaDriver.check(JCudaDriver.cuMemFreeHost(pointer), "cuMemFreeHost(" + bytes + " bytes)");
   }
 }

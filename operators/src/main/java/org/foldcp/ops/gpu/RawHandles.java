@@ -30,6 +30,13 @@ final class RawHandles {
 
   /** A host pointer (cuMemAllocHost) whose raw address can be read, for bulk copies from Java. */
   static final class HostPtr extends Pointer {
+    HostPtr() {}
+
+    /** A pointer to memory JCuda did not allocate (to page-lock it with cuMemHostRegister). */
+    HostPtr(long address) {
+      super(address);
+    }
+
     long address() {
       return getNativePointer() + getByteOffset();
     }

@@ -105,6 +105,36 @@ class GpuMemoryTest {
     GpuTests.assertNoOpenHandlesSince(mark, "after the try-with-resources");
   }
 
+  /**
+   * A pinned buffer above 2 GiB (the GPU feed's pool for large complexes): page-locked malloc'd
+   * memory, no ByteBuffer view, DMA to and from bytes beyond 2^31, freed at close.
+   */
+  @Test
+  void aPinnedBufferAboveTwoGibIsRegisteredAndCopiesBeyondTheIntRange() {
+    long mark = MemoryLeakCheck.mark();
+    long bytes = (2L << 30) + (3L << 20);
+    long at = (2L << 30) + 12345;
+    try (GpuDevice dev = GpuDevice.open(0);
+         GpuStream stream = GpuStream.create(dev);
+         DeviceBuffer buf = DeviceBuffer.allocate(dev, 1 << 20, "beyond 2 GiB");
+         PinnedHostBuffer pin = PinnedHostBuffer.allocate(dev, bytes, "above 2 GiB")) {
+      assertEquals(bytes, pin.bytes());
+      assertEquals(0, pin.address() % 4096, "page aligned");
+      assertThrows(IllegalStateException.class, pin::buffer, "no ByteBuffer view above 2^31 - 1 bytes");
+      byte[] data = new byte[1 << 20];
+      new Random(5).nextBytes(data);
+      HostCopy.toAddress(data, 0, pin.address() + at, data.length);
+      buf.copyFromHostAsync(0, pin, at, data.length, stream);
+      buf.copyToHostAsync(0, pin, 0, data.length, stream);
+      stream.synchronize();
+      byte[] got = new byte[data.length];
+      HostCopy.fromAddress(pin.address(), got, 0, got.length);
+      assertArrayEquals(data, got, "pinned[2 GiB + k] -> device -> pinned[0]");
+      assertThrows(IndexOutOfBoundsException.class, () -> buf.copyToHostAsync(0, pin, bytes - 10, 20, stream));
+    }
+    GpuTests.assertNoOpenHandlesSince(mark, "after the try-with-resources");
+  }
+
   @Test
   void useAfterCloseIsAnErrorNotACrash() {
     try (GpuDevice dev = GpuDevice.open(0)) {

@@ -119,9 +119,9 @@ public final class FoldCpConf implements Serializable {
       "an integer >= 1", "1",
       "Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context, layer"
           + " cache and GPU feed (pinned pool, streams, device slots), and further tasks wait (fair, in arrival order)"
-          + " holding nothing on the device. On the cp = 1 route each task copies its complexes' bytes on its own"
-          + " thread, so as many tasks as the host needs to keep the GPU fed (the job benchmark's 16 on a 16-core"
-          + " host) is the setting to try.",
+          + " holding nothing on the device. On the cp = 1 route each task keeps up to 3 of its complexes in the feed"
+          + " (their bytes copied by the feed's copy threads), so enough tasks to keep the device slots full (the job"
+          + " benchmark's 16 on a 16-core host) is the setting to try.",
       ValueParsers.intAtLeast(1));
 
   public static final ConfKey<Long> GPU_PINNED_POOL_BYTES = new ConfKey<>(PREFIX + "gpu.pinnedPoolBytes",
@@ -141,6 +141,14 @@ public final class FoldCpConf implements Serializable {
           + " feed the GPU. A complex whose slots and workspace would not fit in device memory runs on its own,"
           + " in channel groups where needed.",
       ValueParsers.intAtLeast(2));
+
+  public static final ConfKey<Integer> GPU_COPY_THREADS = new ConfKey<>(PREFIX + "gpu.copyThreads",
+      "an integer in [1, 256]", "8",
+      "Threads of each executor that copy complexes from Spark's rows into the pinned pool, 16 MiB blocks in the"
+          + " order the complexes came, each block uploaded as soon as it is copied: one complex's copy runs on all of"
+          + " them, so the first complex reaches the GPU soonest. About half the host's cores (8 threads copied 49-57"
+          + " GB/s on a 16-core H200 host).",
+      ValueParsers.intIn(1, 256));
 
   public static final ConfKey<Transport> CP_TRANSPORT = new ConfKey<>(PREFIX + "cp.transport",
       "one of auto, tcp, nvshmem", "auto",
@@ -201,7 +209,7 @@ public final class FoldCpConf implements Serializable {
 
   /** Every key, in the order of the README table and of {@link #asMap()}. */
   public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
-      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, GPU_PINNED_POOL_BYTES, GPU_DEVICE_SLOTS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
+      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, GPU_PINNED_POOL_BYTES, GPU_DEVICE_SLOTS, GPU_COPY_THREADS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
       NVSHMEM_STORE_ROUTE, NVSHMEM_RESHARD, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE, METRICS_LEVEL);
 
   private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
@@ -219,6 +227,7 @@ public final class FoldCpConf implements Serializable {
   private final int gpuConcurrentTasks;
   private final long gpuPinnedPoolBytes;
   private final int gpuDeviceSlots;
+  private final int gpuCopyThreads;
   private final Transport transport;
   private final String nvshmemHome;
   private final long nvshmemHeapBytes;
@@ -246,6 +255,7 @@ public final class FoldCpConf implements Serializable {
     this.gpuConcurrentTasks = GPU_CONCURRENT_TASKS.parse(all.get(GPU_CONCURRENT_TASKS.name()));
     this.gpuPinnedPoolBytes = GPU_PINNED_POOL_BYTES.parse(all.get(GPU_PINNED_POOL_BYTES.name()));
     this.gpuDeviceSlots = GPU_DEVICE_SLOTS.parse(all.get(GPU_DEVICE_SLOTS.name()));
+    this.gpuCopyThreads = GPU_COPY_THREADS.parse(all.get(GPU_COPY_THREADS.name()));
     this.transport = CP_TRANSPORT.parse(all.get(CP_TRANSPORT.name()));
     this.nvshmemHome = NVSHMEM_HOME.parse(all.get(NVSHMEM_HOME.name()));
     this.nvshmemHeapBytes = NVSHMEM_HEAP_BYTES.parse(all.get(NVSHMEM_HEAP_BYTES.name()));
@@ -373,7 +383,7 @@ public final class FoldCpConf implements Serializable {
 
   /** The sizes of each executor's GPU feed: its pinned pool and device slots. */
   public FeedSettings feedSettings() {
-    return new FeedSettings(gpuPinnedPoolBytes, FeedSettings.DEFAULT_BLOCK_BYTES, gpuDeviceSlots);
+    return new FeedSettings(gpuPinnedPoolBytes, FeedSettings.DEFAULT_BLOCK_BYTES, gpuDeviceSlots, gpuCopyThreads);
   }
 
   /** The configured transport of barrier teams (auto is resolved when a route is planned). */

@@ -13,6 +13,10 @@ final class ValueParsers {
   }
 
   static ConfKey.Parser<Integer> intAtLeast(int min) {
+    return intIn(min, Integer.MAX_VALUE);
+  }
+
+  static ConfKey.Parser<Integer> intIn(int min, int max) {
     return (key, raw, values) -> {
       int v;
       try {
@@ -20,7 +24,7 @@ final class ValueParsers {
       } catch (NumberFormatException e) {
         throw bad(key, raw, "must be " + values);
       }
-      if (v < min) {
+      if (v < min || v > max) {
         throw bad(key, raw, "must be " + values);
       }
       return v;

@@ -3,8 +3,9 @@ package org.foldcp.ops.gpu.feed;
 /**
  * One whole complex as bytes wherever they live (a Spark row, a file, a heap array): its shape,
  * and bulk copies of its bf16 pair values ([B][N][N][D], little-endian) and its uint8 mask
- * ([B][N][N]) into raw host memory. The feed calls the copies block by block, in order, on the
- * submitting thread, and is done with the source when {@link StackFeed#submit} returns.
+ * ([B][N][N]) into raw host memory. The feed calls the copies block by block on its copy threads,
+ * several blocks at once and in no set order (so the copies must be safe to run concurrently: plain
+ * reads of the source), and is done with the source when {@link StackFeed#submit} returns.
  */
 public interface ComplexIn {
   int batch();

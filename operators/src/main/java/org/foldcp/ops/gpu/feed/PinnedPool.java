@@ -94,6 +94,8 @@ public final class PinnedPool implements AutoCloseable {
   private final ArrayDeque<Block> free = new ArrayDeque<>(); // single blocks, oldest returned first
   private final ReentrantLock lock = new ReentrantLock(true);
   private final Condition returned = lock.newCondition();
+  /** Blocks a run may not take: a quarter of the pool, at most 64 (1 GiB of 16 MiB blocks). */
+  private final int runReserve;
   private volatile boolean closed;
 
   /**
@@ -108,6 +110,7 @@ public final class PinnedPool implements AutoCloseable {
         blockBytes, "must lie in [1 MiB, 1 GiB]");
     this.blockBytes = blockBytes;
     this.held = new boolean[blocks];
+    this.runReserve = Math.min(blocks / 4, 64);
     this.arena = PinnedHostBuffer.allocate(device, blocks * blockBytes, "pinned pool (" + blocks + " blocks)");
     try {
       for (int k = 0; k < blocks; k++) {
@@ -190,7 +193,9 @@ public final class PinnedPool implements AutoCloseable {
 
   /**
    * Adjacent free blocks spanning at least {@code bytes}, the lowest such span; null at once when
-   * there is none (the caller takes its streaming path instead, so nothing ever waits for a span).
+   * there is none, or when taking it would leave fewer free blocks than the streaming reserve (a
+   * quarter of the pool, at most 64). The caller then takes its streaming path: nothing ever waits
+   * for a span, and rows held by Spark's consumers never starve the uploads.
    */
   public Run tryAcquireRun(long bytes) {
     InvalidInputException.require(bytes >= 1, "pinned run bytes", bytes, "must be >= 1");
@@ -203,6 +208,9 @@ public final class PinnedPool implements AutoCloseable {
     lock.lock();
     try {
       requireOpen();
+      if (free.size() - count < runReserve) {
+        return null; // the last blocks stay for streaming: uploads never wait on rows being read
+      }
       int streak = 0;
       for (int k = 0; k < held.length; k++) {
         streak = held[k] ? 0 : streak + 1;

@@ -4,6 +4,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.foldcp.ops.InvalidInputException;
@@ -21,7 +26,8 @@ import org.foldcp.ops.layer.TriMulLayer;
  * GPU (one per executor and device, shared by its tasks).
  *
  * <p>A complex goes {@link #submit submitted} (its bytes copied block by block into the pinned
- * pool on the caller's thread, each block uploaded to a device slot as soon as it is full), then
+ * pool by the feed's copy threads, in submission order, each block uploaded to a device slot as
+ * soon as it is full), then
  * computed (the non-finite scan and every layer, in place, on the one compute stream, after the
  * slot's upload), then {@link FeedTicket#drain drained} (downloaded block by block on the slot's
  * stream, each block handed to the caller as soon as it has arrived). A caller that submits the
@@ -48,6 +54,7 @@ public final class StackFeed implements AutoCloseable {
   private final long memoryBudget;
   private final PinnedPool pool;
   private final GpuStream compute;
+  private final ExecutorService copiers;
   private final List<DeviceSlot> slots = new ArrayList<>();
   private final ArrayBlockingQueue<DeviceSlot> freeSlots;
   private final Object computeLock = new Object();
@@ -91,9 +98,20 @@ public final class StackFeed implements AutoCloseable {
     }
     this.pool = p;
     this.compute = s;
+    this.copiers = Executors.newFixedThreadPool(settings.copyThreads(), copyThreadFactory(device.ordinal()));
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
         + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
-        + settings.slots() + " device slots, one compute stream and an upload and a download stream per slot");
+        + settings.slots() + " device slots, " + settings.copyThreads() + " copy threads, one compute stream and an"
+        + " upload and a download stream per slot");
+  }
+
+  private static ThreadFactory copyThreadFactory(int ordinal) {
+    AtomicLong made = new AtomicLong();
+    return r -> {
+      Thread t = new Thread(r, "fold-cp feed copy " + ordinal + "-" + made.getAndIncrement());
+      t.setDaemon(true); // never keeps an executor's JVM alive; close() stops them first anyway
+      return t;
+    };
   }
 
   // ------------------------------------------------------------------------------------------
@@ -201,23 +219,62 @@ public final class StackFeed implements AutoCloseable {
   }
 
   /**
-   * Fills pinned blocks from {@code src} and uploads each on the slot's stream as soon as it is
-   * full; returns the nanoseconds spent waiting for blocks.
+   * Copies {@code src} into pinned blocks and uploads each on the slot's stream as soon as it is
+   * full, the blocks spread over the copy threads (queued behind the blocks of complexes submitted
+   * earlier); returns once every block's upload is queued, with the nanoseconds the copy threads
+   * spent waiting for free blocks. A failed block fails the submit after the others have finished
+   * (nothing of the slot is in use when this returns).
    */
   private long upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
     long block = pool.blockBytes();
-    long waited = 0;
+    List<Future<Long>> blocks = new ArrayList<>();
     for (long off = 0; off < bytes; off += block) {
+      long at = off;
       long len = Math.min(block, bytes - off);
-      long t0 = System.nanoTime();
-      PinnedPool.Block b = pool.acquire();
-      waited += System.nanoTime() - t0;
-      try {
-        src.copy(off, b.address(), len);
-        dst.copyFromHostAsync(off, b.arena, b.offset, len, slot.up);
-      } finally {
-        pool.release(b, slot.up); // back once its copy, if queued, has run
+      blocks.add(copiers.submit(() -> uploadBlock(slot, dst, at, len, src)));
+    }
+    long waited = 0;
+    RuntimeException failed = null;
+    boolean interrupted = false;
+    for (Future<Long> f : blocks) {
+      while (true) {
+        try {
+          waited += f.get();
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true; // every block finishes before the slot can be given back
+        } catch (ExecutionException e) {
+          if (failed == null) {
+            failed = e.getCause() instanceof RuntimeException r ? r
+                : new IllegalStateException("a block copy of the GPU feed failed", e.getCause());
+          }
+          break;
+        }
       }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+      if (failed == null) {
+        failed = new IllegalStateException("interrupted while copying a complex into the GPU feed");
+      }
+    }
+    if (failed != null) {
+      throw failed;
+    }
+    return waited;
+  }
+
+  /** One block on a copy thread: a free pinned block, the bytes, the upload; the wait for the block. */
+  private long uploadBlock(DeviceSlot slot, DeviceBuffer dst, long off, long len, Source src) {
+    long t0 = System.nanoTime();
+    PinnedPool.Block b = pool.acquire();
+    long waited = System.nanoTime() - t0;
+    try {
+      src.copy(off, b.address(), len);
+      device.makeCurrent();
+      dst.copyFromHostAsync(off, b.arena, b.offset, len, slot.up);
+    } finally {
+      pool.release(b, slot.up); // back once its copy, if queued, has run
     }
     return waited;
   }
@@ -322,6 +379,7 @@ public final class StackFeed implements AutoCloseable {
     }
     closed = true;
     List<AutoCloseable> steps = new ArrayList<>();
+    steps.add(this::stopCopiers);
     steps.add(compute::synchronize);
     steps.addAll(slots);
     synchronized (computeLock) {
@@ -333,6 +391,14 @@ public final class StackFeed implements AutoCloseable {
     RuntimeException e = Closeables.closeAll(null, steps.toArray(new AutoCloseable[0]));
     if (e != null) {
       throw e;
+    }
+  }
+
+  /** Stops the copy threads (callers have finished submitting, so none is busy). */
+  private void stopCopiers() throws InterruptedException {
+    copiers.shutdownNow();
+    if (!copiers.awaitTermination(10, TimeUnit.SECONDS)) {
+      throw new IllegalStateException("the GPU feed's copy threads did not stop within 10 s");
     }
   }
 

@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
 @Tag("gpu")
 class StackFeedGpuTest {
   /** 1 MiB blocks, 4 of them: every complex here of N >= 128 at D = 32 streams through several. */
-  private static final FeedSettings SMALL = new FeedSettings(4L << 20, 1L << 20, 3);
+  private static final FeedSettings SMALL = new FeedSettings(4L << 20, 1L << 20, 3, 2);
 
   private static void assumeGpu() {
     String why = GpuTriMul.availability();
@@ -190,31 +190,56 @@ class StackFeedGpuTest {
   void runsAreAdjacentBlocksTakenOnlyWhenFreeAndGivenBackWhole() {
     assumeGpu();
     long mark = MemoryLeakCheck.mark();
-    try (GpuTriMul gpu = new GpuTriMul(); PinnedPool pool = new PinnedPool(gpu.device(), 6, 1L << 20)) {
-      PinnedPool.Block single = pool.acquire(); // the first block comes back first: index 0
-      PinnedPool.Run a = pool.tryAcquireRun((2L << 20) + 1); // 3 blocks: the lowest free span is 1..3
-      assertNotNull(a);
-      assertEquals(3L << 20, a.bytes());
-      assertEquals(single.address() + (1L << 20), a.address(), "the span right after the held block");
-      assertNull(pool.tryAcquireRun(3L << 20), "2 blocks left: no span of 3, and no wait");
-      assertNull(pool.tryAcquireRun(7L << 20), "larger than the pool");
-      PinnedPool.Run b = pool.tryAcquireRun(2L << 20);
-      assertNotNull(b);
-      assertEquals(0, pool.available());
-      pool.release(single);
-      pool.release(a);
-      pool.release(a); // idempotent
-      assertEquals(4, pool.available());
-      assertThrows(IllegalStateException.class, a::address, "a released run is not readable through its handle");
-      PinnedPool.Run c = pool.tryAcquireRun(4L << 20);
-      assertNotNull(c, "blocks 0..3 free again form one span");
-      assertEquals(single.address(), c.address());
-      pool.release(b);
-      pool.release(c);
-      assertEquals(6, pool.available());
+    long mib = 1L << 20;
+    try (GpuTriMul gpu = new GpuTriMul()) {
+      try (PinnedPool pool = new PinnedPool(gpu.device(), 8, mib)) { // a reserve of 2 blocks for streaming
+        PinnedPool.Block single = pool.acquire(); // the first block comes back first: index 0
+        PinnedPool.Run a = pool.tryAcquireRun(2 * mib + 1); // 3 blocks: the lowest free span is 1..3
+        assertNotNull(a);
+        assertEquals(3 * mib, a.bytes());
+        assertEquals(single.address() + mib, a.address(), "the span right after the held block");
+        assertNull(pool.tryAcquireRun(3 * mib), "4 free: a span of 3 would leave less than the reserve");
+        assertNull(pool.tryAcquireRun(9 * mib), "larger than the pool");
+        PinnedPool.Run b = pool.tryAcquireRun(2 * mib);
+        assertNotNull(b);
+        assertEquals(2, pool.available());
+        pool.release(single);
+        pool.release(a);
+        pool.release(a); // idempotent
+        assertEquals(6, pool.available());
+        assertThrows(IllegalStateException.class, a::address, "a released run is not readable through its handle");
+        PinnedPool.Run c = pool.tryAcquireRun(4 * mib);
+        assertNotNull(c, "blocks 0..3 free again form one span");
+        assertEquals(single.address(), c.address());
+        pool.release(b);
+        pool.release(c);
+        assertEquals(8, pool.available());
+      }
+      try (PinnedPool pool = new PinnedPool(gpu.device(), 16, mib)) { // a reserve of 4
+        List<PinnedPool.Block> all = new ArrayList<>();
+        for (int k = 0; k < 16; k++) {
+          all.add(pool.acquire());
+        }
+        for (int k = 1; k < 16; k += 2) {
+          pool.release(all.get(k)); // 8 free, no two adjacent
+        }
+        assertNull(pool.tryAcquireRun(2 * mib), "no two free blocks are adjacent, and a run never waits");
+        pool.release(all.get(2));
+        PinnedPool.Run r = pool.tryAcquireRun(3 * mib);
+        assertNotNull(r, "blocks 1, 2, 3 are free together now");
+        assertEquals(all.get(1).address(), r.address());
+        pool.release(r);
+        for (int k = 0; k < 16; k += 2) {
+          if (k != 2) {
+            pool.release(all.get(k));
+          }
+        }
+        assertEquals(16, pool.available());
+      }
     }
     assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), MemoryLeakCheck.report());
   }
+
 
   @Test
   void aComplexWhoseSlotsCannotFitIsLeftToTheBackendAndAnAbandonedTicketFreesItsSlot() {
