@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds the CUDA kernels with CMake where the toolchain is present; says why and skips where not.
+# Builds the CPU backend's kernels (cpu/build.sh: gcc alone) and the CUDA kernels with CMake
+# where the toolchains are present; says why and skips where not.
 # Usage: build.sh <build-dir> [skip=true|false] [java-home] [jni-resources-dir]
 #   java-home:          JDK whose include/jni.h the JNI library compiles against (Maven passes
 #                       ${java.home}); without one, CMake looks at JAVA_HOME and FindJNI.
-#   jni-resources-dir:  where libfoldcp_jni.so is staged for the operators jar, as
+#   jni-resources-dir:  where libfoldcp_cpu.so and libfoldcp_jni.so are staged for the operators jar, as
 #                       <dir>/amd64/Linux/libfoldcp_jni.so (the layout spark-rapids-jni uses:
 #                       ${os.arch}/${os.name}/). Emptied first, so a build that does not produce
 #                       the library (no nvcc, no JNI headers, skip) never ships a stale one.
@@ -16,16 +17,19 @@ jni_resources="${4:-}"
 tag="[fold-cp native]"
 jni_lib="libfoldcp_jni.so"
 cp_lib="libfoldcp_cp_jni.so"   # the CP library: built only where NVSHMEM is found (CMakeLists.txt)
+cpu_lib="libfoldcp_cpu.so"     # the CPU kernels: gcc only, no CUDA (cpu/build.sh)
 if [[ -n "$jni_resources" ]]; then
-  rm -f "$jni_resources/amd64/Linux/$jni_lib" "$jni_resources/amd64/Linux/$cp_lib"
+  rm -f "$jni_resources/amd64/Linux/$jni_lib" "$jni_resources/amd64/Linux/$cp_lib" "$jni_resources/amd64/Linux/$cpu_lib"
   mkdir -p "$jni_resources"
 fi
 if [[ "$skip" == "true" ]]; then
-  echo "$tag skipped: -Dfoldcp.native.skip=true (the operators jar gets no $jni_lib)"
+  echo "$tag skipped: -Dfoldcp.native.skip=true (the operators jar gets no $cpu_lib and no $jni_lib)"
   exit 0
 fi
+# The CPU library first: it needs neither nvcc nor CMake, and every machine runs the CPU backend.
+bash "$here/cpu/build.sh" "$build_dir-cpu" "$java_home" "$jni_resources"
 if ! command -v nvcc >/dev/null 2>&1; then
-  echo "$tag skipped: nvcc not found on PATH (the CPU backend needs no native code; the operators jar gets no $jni_lib)"
+  echo "$tag skipped: nvcc not found on PATH (the GPU route's $jni_lib is not built; the CPU backend needs only $cpu_lib)"
   exit 0
 fi
 if ! command -v cmake >/dev/null 2>&1; then

@@ -28,23 +28,23 @@ public final class ChannelToToken {
     return segments(layout).subList(owner * layout.grid().size(), (owner + 1) * layout.grid().size());
   }
 
-  /** Packs z[cLocal][gi][gj] of the owner's channels over the destination's tile. */
-  public static void pack(ReshardSegment s, float[][][] z, float[] payload) {
+  /** Packs z[cLocal][gi * np + gj] of the owner's channels (np x np each) over the destination's tile. */
+  public static void pack(ReshardSegment s, float[][] z, int np, float[] payload) {
     TileBounds t = s.tokens;
     for (int i = 0; i < t.rows; i++) {
       for (int j = 0; j < t.cols; j++) {
         int base = s.offset(i, j, 0);
         for (int q = 0; q < s.channels; q++) {
-          payload[base + q] = z[q][t.row0 + i][t.col0 + j];
+          payload[base + q] = z[q][(t.row0 + i) * np + t.col0 + j];
         }
       }
     }
   }
 
-  /** Writes row {@code i} of a received payload into zt[j][c] (token-major, absolute channels). */
-  public static void unpackRow(ReshardSegment s, int i, float[] payload, float[][] zt) {
+  /** Writes row {@code i} of a received payload into zt[j * dim + c] (token-major, absolute channels). */
+  public static void unpackRow(ReshardSegment s, int i, float[] payload, float[] zt, int dim) {
     for (int j = 0; j < s.tokens.cols; j++) {
-      System.arraycopy(payload, s.offset(i, j, 0), zt[j], s.channel0, s.channels);
+      System.arraycopy(payload, s.offset(i, j, 0), zt, j * dim + s.channel0, s.channels);
     }
   }
 }

@@ -1,7 +1,7 @@
 package org.foldcp.ops.cp;
 
 import java.util.List;
-import org.foldcp.ops.cpu.Gemm;
+import org.foldcp.ops.cpu.CpuKernels;
 import org.foldcp.ops.cpu.Parallel;
 import org.foldcp.ops.cpu.PreparedLayer;
 import org.foldcp.ops.cpu.Stages;
@@ -21,11 +21,18 @@ public final class RankStages implements AutoCloseable {
   private final ShardLayout layout;
   private final int rank;
   private final Parallel parallel;
+  private final CpuKernels kernels;
 
+  /** With this JVM's kernels ({@link CpuKernels#selected()}). */
   public RankStages(ShardLayout layout, int rank, int threads) {
+    this(layout, rank, threads, CpuKernels.selected());
+  }
+
+  public RankStages(ShardLayout layout, int rank, int threads, CpuKernels kernels) {
     layout.grid().checkRank(rank);
     this.layout = layout;
     this.rank = rank;
+    this.kernels = kernels;
     this.parallel = new Parallel(threads);
   }
 
@@ -45,7 +52,7 @@ public final class RankStages implements AutoCloseable {
     for (ReshardSegment s : toOwners) {
       send[s.dst] = new float[(int) (2 * s.length())];
     }
-    Stages.ProjectionSink sink = (i, c0, a, bv) -> {
+    Stages.ProjectionSink sink = (i, c0, a, bv, cols) -> {
       for (ReshardSegment s : toOwners) {
         float[] p = send[s.dst];
         TokenToChannel.packRow(s, i, a, c0, p, 0);
@@ -53,7 +60,7 @@ public final class RankStages implements AutoCloseable {
       }
     };
     parallel.forEach(tile.rows(), i -> Stages.projectRow(tile, b, i, pl, 0, d,
-        Stages.Scratch.local(tile.cols(), d, d), Gemm.local(), sink));
+        Stages.Scratch.local(tile.cols(), d, d), kernels, sink));
     return send;
   }
 
@@ -62,20 +69,20 @@ public final class RankStages implements AutoCloseable {
     int cp = layout.grid().size();
     int np = layout.paddedN();
     int dc = layout.channelsPerRank();
-    float[][][] am = new float[dc][np][np];
-    float[][][] bm = new float[dc][np][np];
+    float[][] am = new float[dc][np * np];
+    float[][] bm = new float[dc][np * np];
     for (int src = 0; src < cp; src++) {
       ReshardSegment s = TokenToChannel.sentBy(layout, src).get(rank);
       requireLength(fromTiles[src], 2 * s.length(), "token->channel", src);
-      TokenToChannel.unpack(s, pl.direction(), fromTiles[src], 0, am);
-      TokenToChannel.unpack(s, pl.direction(), fromTiles[src], (int) s.length(), bm);
+      TokenToChannel.unpack(s, pl.direction(), fromTiles[src], 0, am, np);
+      TokenToChannel.unpack(s, pl.direction(), fromTiles[src], (int) s.length(), bm, np);
     }
-    float[][][] z = new float[dc][np][np];
-    parallel.forEach(dc, q -> Gemm.local().nt(np, np, np, am[q], 0, 0, bm[q], 0, 0, z[q], 0, 0, false));
+    float[][] z = new float[dc][np * np];
+    parallel.forEach(dc, q -> kernels.gemm(false, true, np, np, np, am[q], 0, np, bm[q], 0, np, z[q], 0, np, false));
     float[][] send = new float[cp][];
     for (ReshardSegment s : ChannelToToken.sentBy(layout, rank)) {
       send[s.dst] = new float[(int) s.length()];
-      ChannelToToken.pack(s, z, send[s.dst]);
+      ChannelToToken.pack(s, z, np, send[s.dst]);
     }
     return send;
   }
@@ -92,9 +99,9 @@ public final class RankStages implements AutoCloseable {
     parallel.forEach(tile.rows(), i -> {
       Stages.Scratch s = Stages.Scratch.local(tile.cols(), d, d);
       for (int owner = 0; owner < cp; owner++) {
-        ChannelToToken.unpackRow(segs[owner], i, fromOwners[owner], s.zt);
+        ChannelToToken.unpackRow(segs[owner], i, fromOwners[owner], s.zt, d);
       }
-      Stages.outputRow(tile, b, i, pl, s.zt, s, Gemm.local(), out);
+      Stages.outputRow(tile, b, i, pl, s.zt, s, kernels, out);
     });
   }
 

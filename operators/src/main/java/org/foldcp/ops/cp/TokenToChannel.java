@@ -45,21 +45,26 @@ public final class TokenToChannel {
   }
 
   /**
-   * Packs row {@code i} of the sender's tile into the payload of {@code s}: values[c][j] holds
-   * channel c (absolute, from channel {@code valuesChannel0}) of the row's tokens. The segment's
-   * payload starts at {@code base} in {@code payload} (several payloads may share one array).
+   * Packs row {@code i} of the sender's tile into the payload of {@code s}: values[(c - c0) *
+   * cols + j] holds channel c (absolute, from channel c0 = {@code valuesChannel0}) of the row's
+   * token j, cols = the tile's columns. The segment's payload starts at {@code base} in
+   * {@code payload} (several payloads may share one array).
    */
-  public static void packRow(ReshardSegment s, int i, float[][] values, int valuesChannel0, float[] payload, int base) {
+  public static void packRow(ReshardSegment s, int i, float[] values, int valuesChannel0, float[] payload, int base) {
+    int cols = s.tokens.cols;
     for (int q = 0; q < s.channels; q++) {
-      float[] v = values[s.channel0 + q - valuesChannel0];
-      for (int j = 0; j < s.tokens.cols; j++) {
-        payload[base + s.offset(i, j, q)] = v[j];
+      int v = (s.channel0 + q - valuesChannel0) * cols;
+      for (int j = 0; j < cols; j++) {
+        payload[base + s.offset(i, j, q)] = values[v + j];
       }
     }
   }
 
-  /** Stores a received payload (from {@code base} on) into the owner's channel matrices m[cLocal][row][col]. */
-  public static void unpack(ReshardSegment s, Direction dir, float[] payload, int base0, float[][][] m) {
+  /**
+   * Stores a received payload (from {@code base} on) into the owner's channel matrices,
+   * m[cLocal][row * np + col], np = the padded N (each matrix np x np, row-major).
+   */
+  public static void unpack(ReshardSegment s, Direction dir, float[] payload, int base0, float[][] m, int np) {
     TileBounds t = s.tokens;
     for (int i = 0; i < t.rows; i++) {
       for (int j = 0; j < t.cols; j++) {
@@ -67,7 +72,7 @@ public final class TokenToChannel {
         int col = matrixCol(dir, t.row0 + i, t.col0 + j);
         int base = base0 + s.offset(i, j, 0);
         for (int q = 0; q < s.channels; q++) {
-          m[q][row][col] = payload[base + q];
+          m[q][row * np + col] = payload[base + q];
         }
       }
     }

@@ -21,14 +21,27 @@ public final class CpuTriMul implements TriMulBackend {
   private static final long AB_CHUNK_BYTES = 256L << 20;
 
   private final Parallel parallel;
+  private final CpuKernels kernels;
 
   /** Uses every available core. */
   public CpuTriMul() {
     this(Runtime.getRuntime().availableProcessors());
   }
 
+  /** With this JVM's kernels ({@link CpuKernels#selected()}). */
   public CpuTriMul(int threads) {
+    this(threads, CpuKernels.selected());
+  }
+
+  /** With given kernels (tests and the benchmark compare them). */
+  public CpuTriMul(int threads, CpuKernels kernels) {
+    this.kernels = kernels;
     this.parallel = new Parallel(threads);
+  }
+
+  /** The kernels this backend runs. */
+  public CpuKernels kernels() {
+    return kernels;
   }
 
   @Override
@@ -65,54 +78,78 @@ public final class CpuTriMul implements TriMulBackend {
     PairTensor out = PairTensor.zeros(x.batch(), n, n, d);
     out.setMask(x.maskCopy());
     int chunk = channelChunk(n, d, parallel.threads());
-    float[][][] z = new float[d][n][n];
-    float[][][] a = new float[chunk][n][n];
-    float[][][] bm = new float[chunk][n][n];
+    int nn = n * n;
+    float[][] z = new float[d][nn];
+    float[][] a = new float[chunk][nn];
+    float[][] bm = new float[chunk][nn];
+    boolean outgoing = l.direction == Direction.OUTGOING;
     for (int b = 0; b < x.batch(); b++) {
       final int batch = b;
       for (int c0 = 0; c0 < d; c0 += chunk) {
         final int lo = c0;
         final int hi = Math.min(d, c0 + chunk);
-        Stages.ProjectionSink sink = rowMajorSink(a, bm, hi - lo);
+        Stages.ProjectionSink sink = rowMajorSink(a, bm, hi - lo, n);
         parallel.forEach(n, i -> Stages.projectRow(x, batch, i, l, lo, hi,
-            Stages.Scratch.local(n, d, hi - lo), Gemm.local(), sink));
-        if (l.direction == Direction.OUTGOING) {
-          parallel.forEach(hi - lo, q -> Gemm.local().nt(n, n, n, a[q], 0, 0, bm[q], 0, 0, z[lo + q], 0, 0, false));
-        } else {
-          parallel.forEach(hi - lo, q -> Gemm.local().tn(n, n, n, a[q], 0, 0, bm[q], 0, 0, z[lo + q], 0, 0, false));
-        }
+            Stages.Scratch.local(n, d, hi - lo), kernels, sink));
+        // Outgoing Z_c = A_c B_c^T; incoming Z_c = A_c^T B_c, read transposed in place.
+        parallel.forEach(hi - lo, q -> kernels.gemm(!outgoing, outgoing, n, n, n, a[q], 0, n, bm[q], 0, n,
+            z[lo + q], 0, n, false));
       }
       parallel.forEach(n, i -> {
         Stages.Scratch s = Stages.Scratch.local(n, d, Math.min(d, chunk));
-        float[][] zi = s.zRows;
-        for (int c = 0; c < d; c++) {
-          zi[c] = z[c][i];
-        }
-        for (int j = 0; j < n; j++) {
-          float[] zr = s.zt[j];
-          for (int c = 0; c < d; c++) {
-            zr[c] = zi[c][j];
-          }
-        }
-        Stages.outputRow(x, batch, i, l, s.zt, s, Gemm.local(), out);
+        gatherRow(z, i, n, d, s.zt);
+        Stages.outputRow(x, batch, i, l, s.zt, s, kernels, out);
       });
     }
     return out;
   }
 
   /**
-   * Stores a row's projections as row i of per-channel N x N matrices, a[c][i][k] = a[i,k,c]:
+   * Stores a row's projections as row i of per-channel N x N matrices, a[c][i * N + k] = a[i,k,c]:
    * the channel-major order of docs/design.md section 2. Outgoing then multiplies A_c B_c^T;
-   * incoming multiplies A_c^T B_c directly ({@link Gemm#tn}) instead of storing transposed,
-   * which would scatter every value into a different cache line.
+   * incoming multiplies A_c^T B_c directly (the GEMM reads A and B transposed) instead of storing
+   * transposed, which would scatter every value into a different cache line.
    */
-  static Stages.ProjectionSink rowMajorSink(float[][][] a, float[][][] b, int channels) {
-    return (i, c0, ar, br) -> {
+  static Stages.ProjectionSink rowMajorSink(float[][] a, float[][] b, int channels, int n) {
+    return (i, c0, ar, br, cols) -> {
       for (int q = 0; q < channels; q++) {
-        System.arraycopy(ar[q], 0, a[q][i], 0, a[q][i].length);
-        System.arraycopy(br[q], 0, b[q][i], 0, b[q][i].length);
+        System.arraycopy(ar, q * cols, a[q], i * n, cols);
+        System.arraycopy(br, q * cols, b[q], i * n, cols);
       }
     };
+  }
+
+  /** zt[j * d + c] = z[c][i * n + j]: row i of z, token-major, eight channels at a time. */
+  static void gatherRow(float[][] z, int i, int n, int d, float[] zt) {
+    int base = i * n;
+    int c = 0;
+    for (; c + 8 <= d; c += 8) {
+      float[] z0 = z[c];
+      float[] z1 = z[c + 1];
+      float[] z2 = z[c + 2];
+      float[] z3 = z[c + 3];
+      float[] z4 = z[c + 4];
+      float[] z5 = z[c + 5];
+      float[] z6 = z[c + 6];
+      float[] z7 = z[c + 7];
+      for (int j = 0, o = c; j < n; j++, o += d) {
+        int src = base + j;
+        zt[o] = z0[src];
+        zt[o + 1] = z1[src];
+        zt[o + 2] = z2[src];
+        zt[o + 3] = z3[src];
+        zt[o + 4] = z4[src];
+        zt[o + 5] = z5[src];
+        zt[o + 6] = z6[src];
+        zt[o + 7] = z7[src];
+      }
+    }
+    for (; c < d; c++) {
+      float[] zc = z[c];
+      for (int j = 0; j < n; j++) {
+        zt[j * d + c] = zc[base + j];
+      }
+    }
   }
 
   /** Channels per chunk: a and b within AB_CHUNK_BYTES, but at least one per thread. */

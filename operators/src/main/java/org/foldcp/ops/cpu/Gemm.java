@@ -3,9 +3,9 @@ package org.foldcp.ops.cpu;
 import java.util.Arrays;
 
 /**
- * fp32 GEMM in the two forms the TriMul stages need, on matrices held as arrays of rows:
- * "NT", {@code C[cRow0+i][cCol0+j] (+)= sum_k A[aRow0+i][aCol0+k] * B[bRow0+j][bCol0+k]}, and
- * "TN", the same with A and B stored k-major ({@link #tn}).
+ * The pure-Java fp32 GEMM ({@link JavaKernels}; the native kernels in native/cpu/ follow the
+ * same structure and arithmetic), {@code C (+)= A B} on flat row-major arrays with either operand
+ * stored transposed ({@link #gemm}).
  *
  * <p>Structure (the usual one of BLIS/GotoBLAS): B is packed into panels of {@code nr} columns
  * and A into panels of {@code mr} rows, both k-major and zero-padded to whole panels, in blocks
@@ -19,7 +19,8 @@ import java.util.Arrays;
  * accumulating) and takes one fused multiply-add per k, {@code c = fma(a_ik, b_kj, c)}, in
  * ascending k; blocking over k only stores and reloads the exact fp32 value. An element's result
  * therefore depends neither on where its tile lies, nor on how M or N are split, nor on the
- * kernel or vector width, nor on the form (TN equals NT on transposed copies): the
+ * kernel or vector width (native or Java), nor on the form (A^T B equals A B on a transposed
+ * copy of A): the
  * context-parallel decomposition reproduces the single-rank result bit for bit, and trailing
  * zero terms (padded, masked tokens) leave it unchanged.
  *
@@ -40,7 +41,7 @@ public final class Gemm {
   private final int nr;
   private final float[] aPack = new float[MC * KC];
   private final float[] bPack;
-  private final float[][] edge;
+  private final float[] edge;
 
   /** This thread's instance. */
   public static Gemm local() {
@@ -65,38 +66,21 @@ public final class Gemm {
       throw new IllegalArgumentException("MC = " + MC + " must be a multiple of the kernel's mr = " + mr);
     }
     this.bPack = new float[KC * ((NC + nr - 1) / nr) * nr];
-    this.edge = new float[mr][nr];
+    this.edge = new float[mr * nr];
   }
 
   /**
-   * C = A B^T (or C += A B^T when {@code accumulate}) for an m x n result with inner size k:
-   * A is m x k at (aRow0, aCol0), B is n x k at (bRow0, bCol0).
+   * C = A B (or C += A B when {@code accumulate}) for an m x n result with inner size k, on flat
+   * row-major arrays: A(i, p) = {@code ta ? a[aOff + p*lda + i] : a[aOff + i*lda + p]}, B(p, j) =
+   * {@code tb ? b[bOff + j*ldb + p] : b[bOff + p*ldb + j]}, C(i, j) = {@code c[cOff + i*ldc + j]}.
+   * The forms differ only in the packing, so every form gives the same bits as any other on
+   * correspondingly transposed copies. Offsets and lengths are not checked here
+   * ({@link CpuKernels#gemm} checks them).
    */
-  public void nt(int m, int n, int k,
-                 float[][] a, int aRow0, int aCol0,
-                 float[][] b, int bRow0, int bCol0,
-                 float[][] c, int cRow0, int cCol0,
-                 boolean accumulate) {
-    run(false, m, n, k, a, aRow0, aCol0, b, bRow0, bCol0, c, cRow0, cCol0, accumulate);
-  }
-
-  /**
-   * C = A^T B (or C += A^T B) for an m x n result with inner size k: A is k x m and B is k x n,
-   * both row-major. Only the packing differs from {@link #nt}, so A^T B here equals nt on
-   * explicitly transposed copies bit for bit; the transposes are simply never made.
-   */
-  public void tn(int m, int n, int k,
-                 float[][] a, int aRow0, int aCol0,
-                 float[][] b, int bRow0, int bCol0,
-                 float[][] c, int cRow0, int cCol0,
-                 boolean accumulate) {
-    run(true, m, n, k, a, aRow0, aCol0, b, bRow0, bCol0, c, cRow0, cCol0, accumulate);
-  }
-
-  private void run(boolean transposed, int m, int n, int k,
-                   float[][] a, int aRow0, int aCol0,
-                   float[][] b, int bRow0, int bCol0,
-                   float[][] c, int cRow0, int cCol0,
+  public void gemm(boolean ta, boolean tb, int m, int n, int k,
+                   float[] a, int aOff, int lda,
+                   float[] b, int bOff, int ldb,
+                   float[] c, int cOff, int ldc,
                    boolean accumulate) {
     if (m <= 0 || n <= 0) {
       return;
@@ -104,7 +88,7 @@ public final class Gemm {
     if (k <= 0) {
       if (!accumulate) {
         for (int i = 0; i < m; i++) {
-          Arrays.fill(c[cRow0 + i], cCol0, cCol0 + n, 0f);
+          Arrays.fill(c, cOff + i * ldc, cOff + i * ldc + n, 0f);
         }
       }
       return;
@@ -113,39 +97,38 @@ public final class Gemm {
       int nc = Math.min(NC, n - jc);
       for (int pc = 0; pc < k; pc += KC) {
         int kb = Math.min(KC, k - pc);
-        if (transposed) {
-          packRowsOfK(b, bRow0 + pc, bCol0 + jc, nc, kb, nr, bPack);
+        if (tb) {
+          packKAlongRows(b, bOff + jc * ldb + pc, ldb, nc, kb, nr, bPack);
         } else {
-          packRowsOfMn(b, bRow0 + jc, bCol0 + pc, nc, kb, nr, bPack);
+          packKAlongColumns(b, bOff + pc * ldb + jc, ldb, nc, kb, nr, bPack);
         }
         boolean add = accumulate || pc > 0;
         for (int ic = 0; ic < m; ic += MC) {
           int mc = Math.min(MC, m - ic);
-          if (transposed) {
-            packRowsOfK(a, aRow0 + pc, aCol0 + ic, mc, kb, mr, aPack);
+          if (ta) {
+            packKAlongColumns(a, aOff + pc * lda + ic, lda, mc, kb, mr, aPack);
           } else {
-            packRowsOfMn(a, aRow0 + ic, aCol0 + pc, mc, kb, mr, aPack);
+            packKAlongRows(a, aOff + ic * lda + pc, lda, mc, kb, mr, aPack);
           }
           // jr outside ir: one B panel stays in L1 while the A panels stream past it.
           for (int jr = 0; jr < nc; jr += nr) {
             int nb = Math.min(nr, nc - jr);
-            int bOff = jr * kb;
-            int col = cCol0 + jc + jr;
+            int bOffPanel = jr * kb;
             for (int ir = 0; ir < mc; ir += mr) {
               int mb = Math.min(mr, mc - ir);
-              int aOff = ir * kb;
-              int row = cRow0 + ic + ir;
+              int aOffPanel = ir * kb;
+              int ct = cOff + (ic + ir) * ldc + jc + jr;
               if (mb == mr && nb == nr) {
-                kernel.gemmTile(kb, aPack, aOff, bPack, bOff, c, row, col, add);
+                kernel.gemmTile(kb, aPack, aOffPanel, bPack, bOffPanel, c, ct, ldc, add);
               } else {
                 if (add) {
                   for (int i = 0; i < mb; i++) {
-                    System.arraycopy(c[row + i], col, edge[i], 0, nb);
+                    System.arraycopy(c, ct + i * ldc, edge, i * nr, nb);
                   }
                 }
-                kernel.gemmTile(kb, aPack, aOff, bPack, bOff, edge, 0, 0, add);
+                kernel.gemmTile(kb, aPack, aOffPanel, bPack, bOffPanel, edge, 0, nr, add);
                 for (int i = 0; i < mb; i++) {
-                  System.arraycopy(edge[i], 0, c[row + i], col, nb);
+                  System.arraycopy(edge, i * nr, c, ct + i * ldc, nb);
                 }
               }
             }
@@ -156,52 +139,50 @@ public final class Gemm {
   }
 
   /**
-   * Packs {@code len} rows of an operand stored with k along its rows (A of NT, B of NT), a
-   * block of kb values from column col0 each, into panels of {@code w} rows:
-   * {@code pack[s*kb*w + p*w + r] = x[row0 + s*w + r][col0 + p]}, zero rows past len. Four rows at
-   * a time, so that each k writes four adjacent floats.
+   * Packs {@code len} rows of an operand stored with k along its rows (row r, value p at
+   * {@code x[off + r*ld + p]}) into panels of {@code w} rows:
+   * {@code pack[s*kb*w + p*w + r] = x[off + (s*w + r)*ld + p]}, zero rows past len. Four rows at a
+   * time, so that each p writes four adjacent floats.
    */
-  static void packRowsOfMn(float[][] x, int row0, int col0, int len, int kb, int w, float[] pack) {
+  static void packKAlongRows(float[] x, int off, int ld, int len, int kb, int w, float[] pack) {
     for (int s = 0; s < len; s += w) {
       int base = s * kb;
       int rows = Math.min(w, len - s);
       int r = 0;
       for (; r + 4 <= rows; r += 4) {
-        float[] x0 = x[row0 + s + r];
-        float[] x1 = x[row0 + s + r + 1];
-        float[] x2 = x[row0 + s + r + 2];
-        float[] x3 = x[row0 + s + r + 3];
+        int x0 = off + (s + r) * ld;
+        int x1 = x0 + ld;
+        int x2 = x1 + ld;
+        int x3 = x2 + ld;
         for (int p = 0, q = base + r; p < kb; p++, q += w) {
-          pack[q] = x0[col0 + p];
-          pack[q + 1] = x1[col0 + p];
-          pack[q + 2] = x2[col0 + p];
-          pack[q + 3] = x3[col0 + p];
+          pack[q] = x[x0 + p];
+          pack[q + 1] = x[x1 + p];
+          pack[q + 2] = x[x2 + p];
+          pack[q + 3] = x[x3 + p];
         }
       }
       for (; r < w; r++) {
-        float[] src = r < rows ? x[row0 + s + r] : null;
+        int src = off + (s + r) * ld;
+        boolean real = r < rows;
         for (int p = 0, q = base + r; p < kb; p++, q += w) {
-          pack[q] = src != null ? src[col0 + p] : 0f;
+          pack[q] = real ? x[src + p] : 0f;
         }
       }
     }
   }
 
   /**
-   * Packs an operand stored k-major (A and B of TN): kb rows from row0, {@code len} values from
-   * col0 each, into panels of {@code w} columns:
-   * {@code pack[s*kb*w + p*w + r] = x[row0 + p][col0 + s*w + r]}, zeros past len.
+   * Packs an operand stored k-major (value p of column r at {@code x[off + p*ld + r]}), kb values
+   * of {@code len} columns, into panels of {@code w} columns:
+   * {@code pack[s*kb*w + p*w + r] = x[off + p*ld + s*w + r]}, zeros past len.
    */
-  static void packRowsOfK(float[][] x, int row0, int col0, int len, int kb, int w, float[] pack) {
+  static void packKAlongColumns(float[] x, int off, int ld, int len, int kb, int w, float[] pack) {
     for (int s = 0; s < len; s += w) {
       int base = s * kb;
       int cols = Math.min(w, len - s);
       for (int p = 0, q = base; p < kb; p++, q += w) {
-        float[] src = x[row0 + p];
-        int from = col0 + s;
-        for (int r = 0; r < cols; r++) {
-          pack[q + r] = src[from + r];
-        }
+        int from = off + p * ld + s;
+        System.arraycopy(x, from, pack, q, cols);
         for (int r = cols; r < w; r++) {
           pack[q + r] = 0f;
         }

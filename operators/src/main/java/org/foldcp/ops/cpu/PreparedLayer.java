@@ -5,8 +5,10 @@ import org.foldcp.ops.layer.LayerWeights;
 import org.foldcp.ops.layer.TriMulLayer;
 
 /**
- * A layer's weights rearranged once for the CPU stages: Linear weights as arrays of rows (the
- * GEMM's operand form), biases as zeros where absent so the inner loops have no branches.
+ * A layer's weights rearranged once for the CPU stages: Linear weights as flat row-major
+ * matrices (the kernels' operand form), biases as zeros where absent so the inner loops have no
+ * branches. The four input projections are interleaved per channel ({@link #inW}) so that any
+ * channel range is one contiguous block of rows and one GEMM.
  */
 public final class PreparedLayer {
   final int dim;
@@ -17,13 +19,16 @@ public final class PreparedLayer {
   final float[] normInB;
   final float[] normOutW;
   final float[] normOutB;
-  /** p_in rows: 0..D-1 project a, D..2D-1 project b. */
-  final float[][] pIn;
-  final float[][] gIn;
-  final float[][] pOut;
-  final float[][] gOut;
-  final float[] pInB;
-  final float[] gInB;
+  /**
+   * The input projections, 4D x D: row 4c + r is, for r = 0..3, p_in row c (p of a), g_in row c
+   * (g of a), p_in row D + c (p of b), g_in row D + c (g of b).
+   */
+  final float[] inW;
+  /** Their biases in the same order (4D values). */
+  final float[] inB;
+  /** p_out and g_out, D x D, row c = output channel c. */
+  final float[] pOut;
+  final float[] gOut;
   final float[] pOutB;
   final float[] gOutB;
 
@@ -37,12 +42,22 @@ public final class PreparedLayer {
     normInB = w.get(LayerWeights.NORM_IN_B);
     normOutW = w.get(LayerWeights.NORM_OUT_W);
     normOutB = w.get(LayerWeights.NORM_OUT_B);
-    pIn = rows(w.get(LayerWeights.P_IN_W), 2 * dim, dim);
-    gIn = rows(w.get(LayerWeights.G_IN_W), 2 * dim, dim);
-    pOut = rows(w.get(LayerWeights.P_OUT_W), dim, dim);
-    gOut = rows(w.get(LayerWeights.G_OUT_W), dim, dim);
-    pInB = orZeros(w.bias(LayerWeights.P_IN_B), 2 * dim);
-    gInB = orZeros(w.bias(LayerWeights.G_IN_B), 2 * dim);
+    float[] pIn = w.get(LayerWeights.P_IN_W);
+    float[] gIn = w.get(LayerWeights.G_IN_W);
+    float[] pInB = orZeros(w.bias(LayerWeights.P_IN_B), 2 * dim);
+    float[] gInB = orZeros(w.bias(LayerWeights.G_IN_B), 2 * dim);
+    inW = new float[4 * dim * dim];
+    inB = new float[4 * dim];
+    for (int c = 0; c < dim; c++) {
+      int[] src = {c, c, dim + c, dim + c};
+      for (int r = 0; r < 4; r++) {
+        float[] from = r % 2 == 0 ? pIn : gIn;
+        System.arraycopy(from, src[r] * dim, inW, (4 * c + r) * dim, dim);
+        inB[4 * c + r] = (r % 2 == 0 ? pInB : gInB)[src[r]];
+      }
+    }
+    pOut = w.get(LayerWeights.P_OUT_W).clone();
+    gOut = w.get(LayerWeights.G_OUT_W).clone();
     pOutB = orZeros(w.bias(LayerWeights.P_OUT_B), dim);
     gOutB = orZeros(w.bias(LayerWeights.G_OUT_B), dim);
   }
@@ -53,14 +68,6 @@ public final class PreparedLayer {
 
   public Direction direction() {
     return direction;
-  }
-
-  private static float[][] rows(float[] flat, int r, int c) {
-    float[][] out = new float[r][c];
-    for (int i = 0; i < r; i++) {
-      System.arraycopy(flat, i * c, out[i], 0, c);
-    }
-    return out;
   }
 
   private static float[] orZeros(float[] v, int n) {

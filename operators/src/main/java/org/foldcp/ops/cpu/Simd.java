@@ -3,7 +3,8 @@ package org.foldcp.ops.cpu;
 import java.util.Arrays;
 
 /**
- * The CPU backend's inner loops, in two implementations chosen once per JVM: {@link VectorSimd}
+ * The pure-Java path's inner loops ({@link JavaKernels}: where the native kernels do not load),
+ * in two implementations chosen once per JVM: {@link VectorSimd}
  * (jdk.incubator.vector) where the JVM was started with {@code --add-modules
  * jdk.incubator.vector}, else {@link Scalar} (plain Java). Both do the very same IEEE operations
  * in the same order on every element, so they give the same bits, and neither result depends on
@@ -74,11 +75,11 @@ abstract class Simd {
   abstract String describe();
 
   /**
-   * The GEMM micro-kernel: C[row+i][col+j] = (add ? C[row+i][col+j] : 0) followed by
+   * The GEMM micro-kernel: C(i, j) = c[cOff + i*ldc + j] = (add ? C(i, j) : 0) followed by
    * {@code fma(a[aOff + p*mr + i], b[bOff + p*nr + j], .)} for p = 0..kb-1 in order, for the
-   * whole mr x nr tile (rows row..row+mr-1 of c must exist and hold col+nr values).
+   * whole mr x nr tile.
    */
-  abstract void gemmTile(int kb, float[] a, int aOff, float[] b, int bOff, float[][] c, int row, int col,
+  abstract void gemmTile(int kb, float[] a, int aOff, float[] b, int bOff, float[] c, int cOff, int ldc,
                          boolean add);
 
   /** x[j] = {@link #sigmoid(float)} of x[j] for j < n. */
@@ -86,9 +87,6 @@ abstract class Simd {
 
   private static boolean vectorUsable() {
     if (ModuleLayer.boot().findModule("jdk.incubator.vector").isEmpty()) {
-      System.getLogger(Simd.class.getName()).log(System.Logger.Level.WARNING,
-          "fold-cp CPU backend: this JVM lacks --add-modules=jdk.incubator.vector (conf/spark-jvm.opts has it), "
-              + "so it runs plain-Java kernels: same results, GEMMs about 3x slower");
       return false;
     }
     try {
@@ -130,11 +128,11 @@ abstract class Simd {
     }
 
     @Override
-    void gemmTile(int kb, float[] a, int aOff, float[] b, int bOff, float[][] c, int row, int col, boolean add) {
+    void gemmTile(int kb, float[] a, int aOff, float[] b, int bOff, float[] c, int cOff, int ldc, boolean add) {
       float[][] acc = {c0, c1, c2, c3};
       for (int i = 0; i < MR; i++) {
         if (add) {
-          System.arraycopy(c[row + i], col, acc[i], 0, NR);
+          System.arraycopy(c, cOff + i * ldc, acc[i], 0, NR);
         } else {
           Arrays.fill(acc[i], 0f);
         }
@@ -145,7 +143,7 @@ abstract class Simd {
         axpy4(a[ai], a[ai + 1], a[ai + 2], a[ai + 3], y, c0, c1, c2, c3);
       }
       for (int i = 0; i < MR; i++) {
-        System.arraycopy(acc[i], 0, c[row + i], col, NR);
+        System.arraycopy(acc[i], 0, c, cOff + i * ldc, NR);
       }
     }
 

@@ -41,13 +41,13 @@ final class VectorSimd extends Simd {
   }
 
   @Override
-  void gemmTile(int kb, float[] a, int aOff, float[] b, int bOff, float[][] c, int row, int col, boolean add) {
-    float[] r0 = c[row];
-    float[] r1 = c[row + 1];
-    float[] r2 = c[row + 2];
-    float[] r3 = c[row + 3];
-    float[] r4 = c[row + 4];
-    float[] r5 = c[row + 5];
+  void gemmTile(int kb, float[] a, int aOff, float[] b, int bOff, float[] c, int cOff, int ldc, boolean add) {
+    int r0 = cOff;
+    int r1 = r0 + ldc;
+    int r2 = r1 + ldc;
+    int r3 = r2 + ldc;
+    int r4 = r3 + ldc;
+    int r5 = r4 + ldc;
     FloatVector c00;
     FloatVector c01;
     FloatVector c10;
@@ -61,18 +61,18 @@ final class VectorSimd extends Simd {
     FloatVector c50;
     FloatVector c51;
     if (add) {
-      c00 = FloatVector.fromArray(S, r0, col);
-      c01 = FloatVector.fromArray(S, r0, col + L);
-      c10 = FloatVector.fromArray(S, r1, col);
-      c11 = FloatVector.fromArray(S, r1, col + L);
-      c20 = FloatVector.fromArray(S, r2, col);
-      c21 = FloatVector.fromArray(S, r2, col + L);
-      c30 = FloatVector.fromArray(S, r3, col);
-      c31 = FloatVector.fromArray(S, r3, col + L);
-      c40 = FloatVector.fromArray(S, r4, col);
-      c41 = FloatVector.fromArray(S, r4, col + L);
-      c50 = FloatVector.fromArray(S, r5, col);
-      c51 = FloatVector.fromArray(S, r5, col + L);
+      c00 = FloatVector.fromArray(S, c, r0);
+      c01 = FloatVector.fromArray(S, c, r0 + L);
+      c10 = FloatVector.fromArray(S, c, r1);
+      c11 = FloatVector.fromArray(S, c, r1 + L);
+      c20 = FloatVector.fromArray(S, c, r2);
+      c21 = FloatVector.fromArray(S, c, r2 + L);
+      c30 = FloatVector.fromArray(S, c, r3);
+      c31 = FloatVector.fromArray(S, c, r3 + L);
+      c40 = FloatVector.fromArray(S, c, r4);
+      c41 = FloatVector.fromArray(S, c, r4 + L);
+      c50 = FloatVector.fromArray(S, c, r5);
+      c51 = FloatVector.fromArray(S, c, r5 + L);
     } else {
       FloatVector z = FloatVector.zero(S);
       c00 = z;
@@ -112,18 +112,18 @@ final class VectorSimd extends Simd {
       c50 = x.fma(b0, c50);
       c51 = x.fma(b1, c51);
     }
-    c00.intoArray(r0, col);
-    c01.intoArray(r0, col + L);
-    c10.intoArray(r1, col);
-    c11.intoArray(r1, col + L);
-    c20.intoArray(r2, col);
-    c21.intoArray(r2, col + L);
-    c30.intoArray(r3, col);
-    c31.intoArray(r3, col + L);
-    c40.intoArray(r4, col);
-    c41.intoArray(r4, col + L);
-    c50.intoArray(r5, col);
-    c51.intoArray(r5, col + L);
+    c00.intoArray(c, r0);
+    c01.intoArray(c, r0 + L);
+    c10.intoArray(c, r1);
+    c11.intoArray(c, r1 + L);
+    c20.intoArray(c, r2);
+    c21.intoArray(c, r2 + L);
+    c30.intoArray(c, r3);
+    c31.intoArray(c, r3 + L);
+    c40.intoArray(c, r4);
+    c41.intoArray(c, r4 + L);
+    c50.intoArray(c, r5);
+    c51.intoArray(c, r5 + L);
   }
 
   @Override

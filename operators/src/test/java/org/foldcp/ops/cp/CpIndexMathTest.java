@@ -54,7 +54,7 @@ class CpIndexMathTest {
     int np = l.paddedN();
     int cp = cp0 * cp1;
     // Values encode (gi, gj, c); every owner must end up with exactly its channels, transposed for incoming.
-    float[][][][] owners = new float[cp][l.channelsPerRank()][np][np];
+    float[][][] owners = new float[cp][l.channelsPerRank()][np * np];
     int[] received = new int[cp];
     List<ReshardSegment> segs = TokenToChannel.segments(l);
     assertEquals(cp * cp, segs.size());
@@ -63,15 +63,15 @@ class CpIndexMathTest {
       TileBounds t = s.tokens;
       assertEquals(l.tile(s.src), t);
       for (int i = 0; i < t.rows; i++) {
-        float[][] values = new float[d][t.cols];
+        float[] values = new float[d * t.cols];
         for (int c = 0; c < d; c++) {
           for (int j = 0; j < t.cols; j++) {
-            values[c][j] = code(t.row0 + i, t.col0 + j, c);
+            values[c * t.cols + j] = code(t.row0 + i, t.col0 + j, c);
           }
         }
         TokenToChannel.packRow(s, i, values, 0, payload, 0);
       }
-      TokenToChannel.unpack(s, dir, payload, 0, owners[s.dst]);
+      TokenToChannel.unpack(s, dir, payload, 0, owners[s.dst], np);
       received[s.dst] += (int) s.length();
     }
     for (int q = 0; q < cp; q++) {
@@ -83,7 +83,7 @@ class CpIndexMathTest {
           for (int gj = 0; gj < np; gj++) {
             int row = TokenToChannel.matrixRow(dir, gi, gj);
             int col = TokenToChannel.matrixCol(dir, gi, gj);
-            assertEquals(code(gi, gj, c), owners[q][cl][row][col]);
+            assertEquals(code(gi, gj, c), owners[q][cl][row * np + col]);
           }
         }
       }
@@ -97,12 +97,12 @@ class CpIndexMathTest {
     ShardLayout l = new ShardLayout(CpGrid.of(cp0, cp1), 9, d);
     int np = l.paddedN();
     int cp = cp0 * cp1;
-    float[][][][] z = new float[cp][l.channelsPerRank()][np][np];
+    float[][][] z = new float[cp][l.channelsPerRank()][np * np];
     for (int q = 0; q < cp; q++) {
       for (int cl = 0; cl < l.channelsPerRank(); cl++) {
         for (int gi = 0; gi < np; gi++) {
           for (int gj = 0; gj < np; gj++) {
-            z[q][cl][gi][gj] = code(gi, gj, l.firstChannel(q) + cl);
+            z[q][cl][gi * np + gj] = code(gi, gj, l.firstChannel(q) + cl);
           }
         }
       }
@@ -110,21 +110,19 @@ class CpIndexMathTest {
     for (int dst = 0; dst < cp; dst++) {
       TileBounds t = l.tile(dst);
       for (int i = 0; i < t.rows; i++) {
-        float[][] zt = new float[t.cols][d];
-        for (float[] row : zt) {
-          java.util.Arrays.fill(row, Float.NaN);
-        }
+        float[] zt = new float[t.cols * d];
+        java.util.Arrays.fill(zt, Float.NaN);
         for (int owner = 0; owner < cp; owner++) {
           ReshardSegment s = ChannelToToken.sentBy(l, owner).get(dst);
           assertEquals(owner, s.src);
           assertEquals(dst, s.dst);
           float[] payload = new float[(int) s.length()];
-          ChannelToToken.pack(s, z[owner], payload);
-          ChannelToToken.unpackRow(s, i, payload, zt);
+          ChannelToToken.pack(s, z[owner], np, payload);
+          ChannelToToken.unpackRow(s, i, payload, zt, d);
         }
         for (int j = 0; j < t.cols; j++) {
           for (int c = 0; c < d; c++) {
-            assertEquals(code(t.row0 + i, t.col0 + j, c), zt[j][c], "rank " + dst + " token row " + i);
+            assertEquals(code(t.row0 + i, t.col0 + j, c), zt[j * d + c], "rank " + dst + " token row " + i);
           }
         }
       }

@@ -105,8 +105,8 @@ class CpuTriMulTest {
       for (int c = 0; c < n; c++) {
         q += (v[c] - (float) mean) * (double) (v[c] - (float) mean);
       }
-      assertEquals(s, Stages.sum8(v, n), 1e-5, "sum n=" + n);
-      assertEquals(q, Stages.sumSquares8(v, n, (float) mean), 1e-5, "squares n=" + n);
+      assertEquals(s, JavaKernels.sum8(v, 0, n, 0f, false), 1e-5, "sum n=" + n);
+      assertEquals(q, JavaKernels.sum8(v, 0, n, (float) mean, true), 1e-5, "squares n=" + n);
     }
   }
 

@@ -2,237 +2,250 @@ package org.foldcp.ops.cpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.SplittableRandom;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
- * The GEMM against a float64 reference (odd sizes, offsets, both forms, sizes across the MR, NR,
- * MC, KC and NC block edges), and the exact arithmetic it promises: each element is the
- * sequential fp32 FMA chain over k, whatever the kernel, the form or the split of M and N.
+ * The GEMM of every kernel (pure Java, and each native variant this CPU runs) against a float64
+ * reference (odd sizes, offsets, row strides, every form, sizes across the register tile and
+ * cache block edges), and the exact arithmetic it promises: each element is the sequential fp32
+ * FMA chain over k, whatever the kernel, the form or the split of M and N.
  */
 class GemmTest {
-  /** Sizes: tiny, odd, one short of / one past the register tile (6 x 16) and the cache blocks, large. */
-  @ParameterizedTest(name = "nt m={0} n={1} k={2} accumulate={3}")
-  @CsvSource(value = {"1,1,1,false", "3,5,7,false", "4,4,4,true", "6,16,1,false", "7,17,3,true",
-      "17,513,9,false", "9,600,300,true", "130,70,520,false", "97,257,257,false", "96,256,256,true",
-      "191,33,129,true", "5,300,2,false"})
-  void ntMatchesFloat64WithOffsets(int m, int n, int k, boolean accumulate) {
-    SplittableRandom r = new SplittableRandom(m * 31L + n * 7L + k);
-    float[][] a = rand(r, m + 2, k + 3); // A is m x k at (2, 3)
-    float[][] b = rand(r, n + 1, k + 5); // B is n x k at (1, 5)
-    float[][] c = rand(r, m + 3, n + 4); // C is m x n at (1, 2); the rest must stay untouched
-    float[][] expect = copy(c);
-    double[][] abs = new double[c.length][c[0].length];
-    for (int i = 0; i < m; i++) {
-      for (int j = 0; j < n; j++) {
-        double s = accumulate ? c[1 + i][2 + j] : 0;
-        double t = Math.abs(s);
-        for (int q = 0; q < k; q++) {
-          double p = (double) a[2 + i][3 + q] * b[1 + j][5 + q];
-          s += p;
-          t += Math.abs(p);
-        }
-        expect[1 + i][2 + j] = (float) s;
-        abs[1 + i][2 + j] = t;
-      }
+  /** The pure-Java kernels (vector or plain, as this JVM runs them) and every native variant here. */
+  static List<CpuKernels> allKernels() {
+    List<CpuKernels> out = new ArrayList<>();
+    out.add(new JavaKernels());
+    for (int v : NativeKernels.runnableVariants()) {
+      out.add(new NativeKernels(v));
     }
-    new Gemm().nt(m, n, k, a, 2, 3, b, 1, 5, c, 1, 2, accumulate);
-    assertClose(expect, abs, c, k);
+    return out;
   }
 
-  @ParameterizedTest(name = "tn m={0} n={1} k={2} accumulate={3}")
-  @CsvSource(value = {"1,1,1,false", "3,5,7,true", "6,16,1,false", "7,17,3,true", "17,513,9,false",
-      "9,600,300,true", "130,70,520,false", "97,257,257,false", "256,256,256,false", "191,33,129,true"})
-  void tnMatchesFloat64WithOffsets(int m, int n, int k, boolean accumulate) {
-    SplittableRandom r = new SplittableRandom(m * 17L + n * 3L + k);
-    float[][] a = rand(r, k + 1, m + 2); // A is k x m at (1, 2)
-    float[][] b = rand(r, k + 3, n + 1); // B is k x n at (3, 1)
-    float[][] c = rand(r, m + 2, n + 3); // C is m x n at (2, 3)
-    float[][] expect = copy(c);
-    double[][] abs = new double[c.length][c[0].length];
+  static Stream<Arguments> shapes() {
+    int[][] sizes = {{1, 1, 1}, {3, 5, 7}, {4, 4, 4}, {6, 16, 1}, {7, 17, 3}, {8, 32, 5}, {9, 33, 300},
+        {17, 513, 9}, {130, 70, 520}, {97, 257, 257}, {96, 256, 256}, {191, 33, 129}, {5, 300, 2}};
+    List<Arguments> out = new ArrayList<>();
+    int rot = 0;
+    for (CpuKernels k : allKernels()) {
+      for (int[] s : sizes) {
+        rot++;
+        out.add(Arguments.of(k.describe(), k, s[0], s[1], s[2], rot % 2 == 0, rot % 4 < 2, rot % 3 == 0));
+      }
+    }
+    return out.stream();
+  }
+
+  @ParameterizedTest(name = "{0} m={2} n={3} k={4} ta={5} tb={6} accumulate={7}")
+  @MethodSource("shapes")
+  void matchesFloat64WithOffsetsAndStrides(String name, CpuKernels kern, int m, int n, int k, boolean ta, boolean tb,
+                                           boolean accumulate) {
+    SplittableRandom r = new SplittableRandom(m * 31L + n * 7L + k);
+    Mat a = Mat.random(r, ta ? k : m, ta ? m : k);
+    Mat b = Mat.random(r, tb ? n : k, tb ? k : n);
+    Mat c = Mat.random(r, m, n);
+    float[] expect = c.data.clone();
+    double[] abs = new double[c.data.length];
     for (int i = 0; i < m; i++) {
       for (int j = 0; j < n; j++) {
-        double s = accumulate ? c[2 + i][3 + j] : 0;
+        double s = accumulate ? c.get(i, j) : 0;
         double t = Math.abs(s);
         for (int q = 0; q < k; q++) {
-          double p = (double) a[1 + q][2 + i] * b[3 + q][1 + j];
+          double p = (double) (ta ? a.get(q, i) : a.get(i, q)) * (tb ? b.get(j, q) : b.get(q, j));
           s += p;
           t += Math.abs(p);
         }
-        expect[2 + i][3 + j] = (float) s;
-        abs[2 + i][3 + j] = t;
+        expect[c.at(i, j)] = (float) s;
+        abs[c.at(i, j)] = t;
       }
     }
-    new Gemm().tn(m, n, k, a, 1, 2, b, 3, 1, c, 2, 3, accumulate);
-    assertClose(expect, abs, c, k);
+    kern.gemm(ta, tb, m, n, k, a.data, a.off, a.ld, b.data, b.off, b.ld, c.data, c.off, c.ld, accumulate);
+    for (int i = 0; i < c.data.length; i++) {
+      // |C - ref| within the fp32 rounding bound of the sum of |terms|; outside C untouched
+      double tol = (k + 2) * 0x1p-24 * abs[i];
+      assertEquals(expect[i], c.data[i], tol, "C element " + i);
+    }
   }
 
   /**
-   * Bit for bit: every element is c = fma(a_k, b_k, c) in ascending k from 0 (or from C). This is
-   * what makes CP equal cp = 1: it cannot depend on the tile, the split or the padding.
+   * Bit for bit: every element is c = fma(a_k, b_k, c) in ascending k from 0 (or from C), in every
+   * kernel and every form. This is what makes CP equal cp = 1 (it cannot depend on the tile, the
+   * split or the padding) and the native kernels equal the Java ones.
    */
-  @ParameterizedTest(name = "m={0} n={1} k={2} accumulate={3}")
-  @CsvSource({"1,1,1,false", "5,7,300,true", "13,31,9,false", "97,257,257,false", "100,20,600,true"})
-  void everyElementIsTheSequentialFmaChain(int m, int n, int k, boolean accumulate) {
+  @ParameterizedTest(name = "{0} m={2} n={3} k={4} ta={5} tb={6} accumulate={7}")
+  @MethodSource("shapes")
+  void everyElementIsTheSequentialFmaChain(String name, CpuKernels kern, int m, int n, int k, boolean ta, boolean tb,
+                                           boolean accumulate) {
     SplittableRandom r = new SplittableRandom(m + 7L * n + 13L * k);
-    float[][] a = rand(r, m, k);
-    float[][] b = rand(r, n, k);
-    float[][] c = rand(r, m, n);
-    float[][] before = copy(c);
-    float[][] expect = copy(c);
+    Mat a = Mat.random(r, ta ? k : m, ta ? m : k);
+    Mat b = Mat.random(r, tb ? n : k, tb ? k : n);
+    Mat c = Mat.random(r, m, n);
+    float[] expect = c.data.clone();
     for (int i = 0; i < m; i++) {
       for (int j = 0; j < n; j++) {
-        float s = accumulate ? c[i][j] : 0f;
+        float s = accumulate ? c.get(i, j) : 0f;
         for (int q = 0; q < k; q++) {
-          s = Math.fma(a[i][q], b[j][q], s);
+          s = Math.fma(ta ? a.get(q, i) : a.get(i, q), tb ? b.get(j, q) : b.get(q, j), s);
         }
-        expect[i][j] = s;
+        expect[c.at(i, j)] = s;
       }
     }
-    new Gemm().nt(m, n, k, a, 0, 0, b, 0, 0, c, 0, 0, accumulate);
-    assertBitEqual(expect, c);
-    // and the scalar fallback kernel does the same operations
-    float[][] c2 = copy(before);
-    new Gemm(new Simd.Scalar()).nt(m, n, k, a, 0, 0, b, 0, 0, c2, 0, 0, accumulate);
-    assertBitEqual(expect, c2);
-  }
-
-  @ParameterizedTest(name = "m={0} n={1} k={2} accumulate={3}")
-  @CsvSource({"1,1,1,false", "3,5,7,true", "17,513,9,false", "9,600,300,true", "130,70,520,false", "97,257,257,true"})
-  void transposedFormEqualsNtOnTransposedCopiesBitForBit(int m, int n, int k, boolean accumulate) {
-    SplittableRandom r = new SplittableRandom(m * 13L + n * 5L + k);
-    float[][] a = rand(r, k + 1, m + 2); // A is k x m at (1, 2)
-    float[][] b = rand(r, k + 3, n + 1); // B is k x n at (3, 1)
-    float[][] c1 = rand(r, m, n);
-    float[][] c2 = copy(c1);
-    float[][] at = new float[m][k];
-    float[][] bt = new float[n][k];
-    for (int q = 0; q < k; q++) {
-      for (int i = 0; i < m; i++) {
-        at[i][q] = a[1 + q][2 + i];
-      }
-      for (int j = 0; j < n; j++) {
-        bt[j][q] = b[3 + q][1 + j];
-      }
-    }
-    Gemm g = new Gemm();
-    g.tn(m, n, k, a, 1, 2, b, 3, 1, c1, 0, 0, accumulate);
-    g.nt(m, n, k, at, 0, 0, bt, 0, 0, c2, 0, 0, accumulate);
-    assertBitEqual(c2, c1);
+    kern.gemm(ta, tb, m, n, k, a.data, a.off, a.ld, b.data, b.off, b.ld, c.data, c.off, c.ld, accumulate);
+    assertArrayEquals(expect, c.data, 0f);
   }
 
   /**
    * The CP routes compute C in row and column pieces, on inputs padded with zero (masked) tokens
    * along k: every piece, and the padded product, must equal the whole product bit for bit.
    */
-  @Test
-  void piecesAndZeroPaddingReproduceTheWholeBitForBit() {
+  @ParameterizedTest(name = "{0}")
+  @MethodSource("kernelNames")
+  void piecesAndZeroPaddingReproduceTheWholeBitForBit(String name, CpuKernels g) {
     int m = 61;
     int n = 75;
     int k = 53;
     int kp = 64; // k padded with zeros
     SplittableRandom r = new SplittableRandom(99);
-    float[][] a = new float[m][kp];
-    float[][] b = new float[n][kp];
-    float[][] ra = rand(r, m, k);
-    float[][] rb = rand(r, n, k);
+    float[] a = new float[m * kp];
+    float[] b = new float[n * kp];
     for (int i = 0; i < m; i++) {
-      System.arraycopy(ra[i], 0, a[i], 0, k);
+      for (int q = 0; q < k; q++) {
+        a[i * kp + q] = (float) (r.nextDouble() * 2 - 1);
+      }
     }
     for (int j = 0; j < n; j++) {
-      System.arraycopy(rb[j], 0, b[j], 0, k);
+      for (int q = 0; q < k; q++) {
+        b[j * kp + q] = (float) (r.nextDouble() * 2 - 1);
+      }
     }
-    Gemm g = new Gemm();
-    float[][] whole = new float[m][n];
-    g.nt(m, n, k, a, 0, 0, b, 0, 0, whole, 0, 0, false);
-    float[][] padded = new float[m][n];
-    g.nt(m, n, kp, a, 0, 0, b, 0, 0, padded, 0, 0, false);
-    assertBitEqual(whole, padded);
+    float[] whole = new float[m * n];
+    g.gemm(false, true, m, n, k, a, 0, kp, b, 0, kp, whole, 0, n, false);
+    float[] padded = new float[m * n];
+    g.gemm(false, true, m, n, kp, a, 0, kp, b, 0, kp, padded, 0, n, false);
+    assertArrayEquals(whole, padded, 0f);
     int[] rowCuts = {0, 7, 20, 41, m};
     int[] colCuts = {0, 3, 33, 50, n};
-    float[][] pieces = new float[m][n];
+    float[] pieces = new float[m * n];
     for (int ri = 0; ri + 1 < rowCuts.length; ri++) {
       for (int ci = 0; ci + 1 < colCuts.length; ci++) {
         int r0 = rowCuts[ri];
         int c0 = colCuts[ci];
-        g.nt(rowCuts[ri + 1] - r0, colCuts[ci + 1] - c0, kp, a, r0, 0, b, c0, 0, pieces, r0, c0, false);
+        g.gemm(false, true, rowCuts[ri + 1] - r0, colCuts[ci + 1] - c0, kp, a, r0 * kp, kp, b, c0 * kp, kp,
+            pieces, r0 * n + c0, n, false);
       }
     }
-    assertBitEqual(whole, pieces);
+    assertArrayEquals(whole, pieces, 0f);
+    // and A^T B on transposed copies is the same product
+    float[] at = new float[kp * m];
+    float[] bt = new float[kp * n];
+    for (int q = 0; q < kp; q++) {
+      for (int i = 0; i < m; i++) {
+        at[q * m + i] = a[i * kp + q];
+      }
+      for (int j = 0; j < n; j++) {
+        bt[q * n + j] = b[j * kp + q];
+      }
+    }
+    float[] tn = new float[m * n];
+    g.gemm(true, false, m, n, kp, at, 0, m, bt, 0, n, tn, 0, n, false);
+    assertArrayEquals(whole, tn, 0f);
   }
 
-  /** Both kernels give the same bits (the vector one only where the module is present). */
-  @ParameterizedTest(name = "m={0} n={1} k={2}")
-  @CsvSource({"6,16,4", "23,45,67", "96,256,256", "200,130,300"})
-  void vectorAndScalarKernelsAgreeBitForBit(int m, int n, int k) {
-    Assumptions.assumeTrue(Gemm.kernelName().startsWith("jdk.incubator.vector"),
-        "this JVM runs without --add-modules jdk.incubator.vector: " + Gemm.kernelName());
-    SplittableRandom r = new SplittableRandom(m * 3L + n + k * 5L);
-    float[][] a = rand(r, k, m);
-    float[][] b = rand(r, k, n);
-    float[][] c1 = rand(r, m, n);
-    float[][] c2 = copy(c1);
-    new Gemm().tn(m, n, k, a, 0, 0, b, 0, 0, c1, 0, 0, true);
-    new Gemm(new Simd.Scalar()).tn(m, n, k, a, 0, 0, b, 0, 0, c2, 0, 0, true);
-    assertBitEqual(c2, c1);
+  static Stream<Arguments> kernelNames() {
+    return allKernels().stream().map(k -> Arguments.of(k.describe(), k));
   }
 
-  /** The build and the test JVM (conf/spark-jvm.opts) run the vector kernel: the fast path is tested. */
+  /** The plain-Java micro-kernel (a JVM without the Vector API module) gives the same bits. */
   @Test
-  void testJvmRunsTheVectorKernel() {
-    assertTrue(Gemm.kernelName().startsWith("jdk.incubator.vector"), Gemm.kernelName());
+  void scalarMicroKernelAgreesBitForBit() {
+    int m = 23;
+    int n = 45;
+    int k = 67;
+    SplittableRandom r = new SplittableRandom(5);
+    Mat a = Mat.random(r, k, m);
+    Mat b = Mat.random(r, k, n);
+    Mat c1 = Mat.random(r, m, n);
+    float[] c2 = c1.data.clone();
+    new Gemm().gemm(true, false, m, n, k, a.data, a.off, a.ld, b.data, b.off, b.ld, c1.data, c1.off, c1.ld, true);
+    new Gemm(new Simd.Scalar()).gemm(true, false, m, n, k, a.data, a.off, a.ld, b.data, b.off, b.ld, c2, c1.off,
+        c1.ld, true);
+    assertArrayEquals(c1.data, c2, 0f);
+  }
+
+  /**
+   * Where the build had gcc (CI, the README's machines) the JVM runs the native kernels: the fast
+   * path is what the other tests exercise.
+   */
+  @Test
+  void selectedKernelsAreNativeWhereTheLibraryIsBuilt() {
+    Assumptions.assumeTrue(NativeKernels.class.getResource("/amd64/Linux/" + NativeKernels.LIBRARY_FILE) != null,
+        "this build has no " + NativeKernels.LIBRARY_FILE + " (built without gcc)");
+    assertEquals(null, NativeKernels.unavailableReason());
+    assertTrue(CpuKernels.selected().isNative(), CpuKernels.selected().describe());
+  }
+
+  @Test
+  void outOfRangeOperandsAreRefusedBeforeAnyKernelRuns() {
+    for (CpuKernels g : allKernels()) {
+      float[] c = new float[6];
+      IndexOutOfBoundsException e = assertThrows(IndexOutOfBoundsException.class,
+          () -> g.gemm(false, false, 2, 3, 4, new float[7], 0, 4, new float[12], 0, 3, c, 0, 3, false));
+      assertTrue(e.getMessage().startsWith("A: 8 values"), e.getMessage());
+      e = assertThrows(IndexOutOfBoundsException.class,
+          () -> g.gemm(false, false, 2, 3, 4, new float[8], 0, 4, new float[12], 0, 3, c, 1, 3, false));
+      assertTrue(e.getMessage().startsWith("C: 6 values from offset 1"), e.getMessage());
+    }
   }
 
   @Test
   void zeroKClearsOrKeeps() {
-    float[][] c = {{1f, 2f, 3f}, {4f, 5f, 6f}};
-    new Gemm().nt(1, 2, 0, new float[1][0], 0, 0, new float[2][0], 0, 0, c, 1, 1, true);
-    assertArrayEquals(new float[] {4f, 5f, 6f}, c[1], 0f);
-    new Gemm().nt(1, 2, 0, new float[1][0], 0, 0, new float[2][0], 0, 0, c, 1, 1, false);
-    assertArrayEquals(new float[] {4f, 0f, 0f}, c[1], 0f);
-    assertArrayEquals(new float[] {1f, 2f, 3f}, c[0], 0f);
+    for (CpuKernels g : allKernels()) {
+      float[] c = {1f, 2f, 3f, 4f, 5f, 6f};
+      g.gemm(false, true, 1, 2, 0, new float[0], 0, 1, new float[0], 0, 1, c, 4, 3, true);
+      assertArrayEquals(new float[] {1f, 2f, 3f, 4f, 5f, 6f}, c, 0f);
+      g.gemm(false, true, 1, 2, 0, new float[0], 0, 1, new float[0], 0, 1, c, 4, 3, false);
+      assertArrayEquals(new float[] {1f, 2f, 3f, 4f, 0f, 0f}, c, 0f);
+    }
   }
 
-  /**
-   * |C - ref| within the tighter of 1e-4 (1 + |ref|) (this test's bound before the FMA kernel) and
-   * the fp32 rounding bound of the sum of |terms| (k + 2 roundings at most); elsewhere untouched.
-   */
-  private static void assertClose(float[][] expect, double[][] abs, float[][] c, int k) {
-    for (int i = 0; i < c.length; i++) {
-      for (int j = 0; j < c[i].length; j++) {
-        double tol = abs[i][j] == 0 ? 0
-            : Math.min(1e-4 * (1 + Math.abs(expect[i][j])), (k + 2) * 0x1p-24 * abs[i][j]);
-        assertEquals(expect[i][j], c[i][j], tol, "C[" + i + "][" + j + "]");
+  /** A rows x cols matrix inside a larger array: offset and row stride past the values. */
+  static final class Mat {
+    final float[] data;
+    final int off;
+    final int ld;
+
+    Mat(float[] data, int off, int ld) {
+      this.data = data;
+      this.off = off;
+      this.ld = ld;
+    }
+
+    static Mat random(SplittableRandom r, int rows, int cols) {
+      int off = 1 + rows % 3;
+      int ld = cols + cols % 5 + 1;
+      float[] d = new float[off + rows * ld + 2];
+      for (int i = 0; i < d.length; i++) {
+        d[i] = (float) (r.nextDouble() * 2 - 1);
       }
+      return new Mat(d, off, ld);
     }
-  }
 
-  private static void assertBitEqual(float[][] expect, float[][] c) {
-    for (int i = 0; i < expect.length; i++) {
-      assertArrayEquals(expect[i], c[i], 0f, "row " + i);
+    int at(int i, int j) {
+      return off + i * ld + j;
     }
-  }
 
-  private static float[][] copy(float[][] x) {
-    float[][] y = new float[x.length][];
-    for (int i = 0; i < x.length; i++) {
-      y[i] = x[i].clone();
+    float get(int i, int j) {
+      return data[at(i, j)];
     }
-    return y;
-  }
-
-  private static float[][] rand(SplittableRandom r, int rows, int cols) {
-    float[][] x = new float[rows][cols];
-    for (float[] row : x) {
-      for (int j = 0; j < cols; j++) {
-        row[j] = (float) (r.nextDouble() * 2 - 1);
-      }
-    }
-    return x;
   }
 }

@@ -1,0 +1,192 @@
+/*
+ * libfoldcp_cpu.so: the CPU backend's native kernels behind org.foldcp.ops.cpu.NativeKernels.
+ * Built with gcc alone (no CUDA). The variant (AVX-512 or AVX2 + FMA) is chosen by the Java side
+ * once, from what variants() reports this CPU runs; a CPU with neither gets the pure-Java path.
+ * Java checks every offset and length before it calls in; arrays are pinned
+ * (GetPrimitiveArrayCritical) for the duration of one call, in which no JNI call is made.
+ */
+#include <jni.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "kernels.h"
+
+#define N_VARIANTS 2
+static const struct foldcp_cpu_kernels *const VARIANTS[N_VARIANTS] = {&foldcp_cpu_kernels_avx512,
+                                                                     &foldcp_cpu_kernels_avx2};
+
+static int runs(int v) {
+  __builtin_cpu_init();
+  switch (v) {
+    case 0: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma");
+    case 1: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    default: return 0;
+  }
+}
+
+static const struct foldcp_cpu_kernels *kernels(JNIEnv *env, jint v) {
+  if (v < 0 || v >= N_VARIANTS || !runs(v)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "fold-cp CPU kernels: variant %d does not run on this CPU", (int) v);
+    (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/IllegalStateException"), msg);
+    return NULL;
+  }
+  return VARIANTS[v];
+}
+
+static void pin_failed(JNIEnv *env) {
+  (*env)->ThrowNew(env, (*env)->FindClass(env, "java/lang/OutOfMemoryError"),
+                   "fold-cp CPU kernels: the JVM could not pin an array for a native call");
+}
+
+#define PIN(arr) ((arr) ? (*env)->GetPrimitiveArrayCritical(env, (arr), NULL) : NULL)
+#define UNPIN(arr, p, mode) \
+  do { if (p) (*env)->ReleasePrimitiveArrayCritical(env, (arr), (p), (mode)); } while (0)
+
+/* Bit v set where variant v runs on this CPU. */
+JNIEXPORT jint JNICALL Java_org_foldcp_ops_cpu_NativeKernels_variants(JNIEnv *env, jclass cls) {
+  (void) env;
+  (void) cls;
+  jint bits = 0;
+  for (int v = 0; v < N_VARIANTS; v++)
+    if (runs(v)) bits |= 1 << v;
+  return bits;
+}
+
+JNIEXPORT jstring JNICALL Java_org_foldcp_ops_cpu_NativeKernels_variantName(JNIEnv *env, jclass cls, jint v) {
+  (void) cls;
+  if (v < 0 || v >= N_VARIANTS) return NULL;
+  return (*env)->NewStringUTF(env, VARIANTS[v]->name);
+}
+
+/* The CPU features that matter here, as names, space-separated. */
+JNIEXPORT jstring JNICALL Java_org_foldcp_ops_cpu_NativeKernels_cpuFeatures(JNIEnv *env, jclass cls) {
+  (void) cls;
+  __builtin_cpu_init();
+  char buf[128];
+  snprintf(buf, sizeof buf, "%s%s%s%s", __builtin_cpu_supports("avx2") ? "avx2 " : "",
+           __builtin_cpu_supports("fma") ? "fma " : "", __builtin_cpu_supports("avx512f") ? "avx512f " : "",
+           __builtin_cpu_supports("avx512bf16") ? "avx512_bf16 " : "");
+  return (*env)->NewStringUTF(env, buf);
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_cpu_NativeKernels_nGemm(JNIEnv *env, jclass cls, jint v, jboolean ta,
+                                                                   jboolean tb, jint m, jint n, jint k,
+                                                                   jfloatArray a, jint aOff, jint lda,
+                                                                   jfloatArray b, jint bOff, jint ldb,
+                                                                   jfloatArray c, jint cOff, jint ldc,
+                                                                   jboolean acc) {
+  (void) cls;
+  const struct foldcp_cpu_kernels *kv = kernels(env, v);
+  if (!kv) return;
+  float *pa = PIN(a);
+  float *pb = PIN(b);
+  float *pc = PIN(c);
+  if (pa && pb && pc)
+    kv->gemm(ta, tb, m, n, k, pa + aOff, lda, pb + bOff, ldb, pc + cOff, ldc, acc);
+  UNPIN(c, pc, 0);
+  UNPIN(b, pb, JNI_ABORT);
+  UNPIN(a, pa, JNI_ABORT);
+  if (!(pa && pb && pc)) pin_failed(env);
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_cpu_NativeKernels_nLayerNormBf16(
+    JNIEnv *env, jclass cls, jint v, jshortArray x, jint xOff, jint cols, jint d, jfloatArray w, jfloatArray bias,
+    jfloat eps, jfloatArray out, jint outOff) {
+  (void) cls;
+  const struct foldcp_cpu_kernels *kv = kernels(env, v);
+  if (!kv) return;
+  uint16_t *px = PIN(x);
+  float *pw = PIN(w);
+  float *pbias = PIN(bias);
+  float *po = PIN(out);
+  int ok = px && pw && pbias && po;
+  if (ok) kv->layer_norm_bf16(px + xOff, cols, d, pw, pbias, eps, po + outOff);
+  UNPIN(out, po, 0);
+  UNPIN(bias, pbias, JNI_ABORT);
+  UNPIN(w, pw, JNI_ABORT);
+  UNPIN(x, px, JNI_ABORT);
+  if (!ok) pin_failed(env);
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_cpu_NativeKernels_nLayerNormF32(
+    JNIEnv *env, jclass cls, jint v, jfloatArray x, jint xOff, jint cols, jint d, jfloatArray w, jfloatArray bias,
+    jfloat eps, jfloatArray out, jint outOff) {
+  (void) cls;
+  const struct foldcp_cpu_kernels *kv = kernels(env, v);
+  if (!kv) return;
+  float *px = PIN(x);
+  float *pw = PIN(w);
+  float *pbias = PIN(bias);
+  float *po = PIN(out);
+  int ok = px && pw && pbias && po;
+  if (ok) kv->layer_norm_f32(px + xOff, cols, d, pw, pbias, eps, po + outOff);
+  UNPIN(out, po, 0);
+  UNPIN(bias, pbias, JNI_ABORT);
+  UNPIN(w, pw, JNI_ABORT);
+  UNPIN(x, px, JNI_ABORT);
+  if (!ok) pin_failed(env);
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_cpu_NativeKernels_nGateProjection(
+    JNIEnv *env, jclass cls, jint v, jfloatArray proj, jint cc, jint cols, jfloatArray bias4, jint biasOff,
+    jbyteArray mask, jfloatArray a, jfloatArray b) {
+  (void) cls;
+  const struct foldcp_cpu_kernels *kv = kernels(env, v);
+  if (!kv) return;
+  float *pp = PIN(proj);
+  float *pbias = PIN(bias4);
+  uint8_t *pm = PIN(mask);
+  float *pa = PIN(a);
+  float *pb = PIN(b);
+  int ok = pp && pbias && (pm || !mask) && pa && pb;
+  if (ok) kv->gate_projection(pp, cc, cols, pbias + biasOff, pm, pa, pb);
+  UNPIN(b, pb, 0);
+  UNPIN(a, pa, 0);
+  UNPIN(mask, pm, JNI_ABORT);
+  UNPIN(bias4, pbias, JNI_ABORT);
+  UNPIN(proj, pp, JNI_ABORT);
+  if (!ok) pin_failed(env);
+}
+
+JNIEXPORT void JNICALL Java_org_foldcp_ops_cpu_NativeKernels_nGateOutput(
+    JNIEnv *env, jclass cls, jint v, jfloatArray po, jfloatArray go, jint cols, jint d, jfloatArray pb,
+    jfloatArray gb, jshortArray x, jint xOff, jboolean residual, jshortArray out, jint outOff) {
+  (void) cls;
+  const struct foldcp_cpu_kernels *kv = kernels(env, v);
+  if (!kv) return;
+  float *ppo = PIN(po);
+  float *pgo = PIN(go);
+  float *ppb = PIN(pb);
+  float *pgb = PIN(gb);
+  uint16_t *px = PIN(x);
+  uint16_t *pout = PIN(out);
+  int ok = ppo && pgo && ppb && pgb && px && pout;
+  if (ok) kv->gate_output(ppo, pgo, cols, d, ppb, pgb, px + xOff, residual, pout + outOff);
+  UNPIN(out, pout, 0);
+  UNPIN(x, px, JNI_ABORT);
+  UNPIN(gb, pgb, JNI_ABORT);
+  UNPIN(pb, ppb, JNI_ABORT);
+  UNPIN(go, pgo, JNI_ABORT);
+  UNPIN(po, ppo, JNI_ABORT);
+  if (!ok) pin_failed(env);
+}
+
+/* GFLOP/s of the calling thread running 12 independent FMA chains for about `seconds`. */
+JNIEXPORT jdouble JNICALL Java_org_foldcp_ops_cpu_NativeKernels_nFmaRate(JNIEnv *env, jclass cls, jint v,
+                                                                        jdouble seconds) {
+  (void) cls;
+  const struct foldcp_cpu_kernels *kv = kernels(env, v);
+  if (!kv) return 0;
+  struct timespec t0, t1;
+  double flops = 0, elapsed = 0;
+  long iters = 1 << 20;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  while (elapsed < seconds) {
+    flops += kv->fma_chains(iters);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    elapsed = (double) (t1.tv_sec - t0.tv_sec) + 1e-9 * (double) (t1.tv_nsec - t0.tv_nsec);
+  }
+  return flops / elapsed / 1e9;
+}
