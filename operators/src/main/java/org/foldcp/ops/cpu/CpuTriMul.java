@@ -1,5 +1,6 @@
 package org.foldcp.ops.cpu;
 
+import java.util.concurrent.atomic.AtomicReference;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.layer.Direction;
@@ -78,10 +79,10 @@ public final class CpuTriMul implements TriMulBackend {
     PairTensor out = PairTensor.zeros(x.batch(), n, n, d);
     out.setMask(x.maskCopy());
     int chunk = channelChunk(n, d, parallel.threads());
-    int nn = n * n;
-    float[][] z = new float[d][nn];
-    float[][] a = new float[chunk][nn];
-    float[][] bm = new float[chunk][nn];
+    Buffers buf = takeBuffers(n, d, chunk);
+    float[][] z = buf.z;
+    float[][] a = buf.a;
+    float[][] bm = buf.b;
     boolean outgoing = l.direction == Direction.OUTGOING;
     for (int b = 0; b < x.batch(); b++) {
       final int batch = b;
@@ -101,7 +102,40 @@ public final class CpuTriMul implements TriMulBackend {
         Stages.outputRow(x, batch, i, l, s.zt, s, kernels, out);
       });
     }
+    spare.set(buf);
     return out;
+  }
+
+  /**
+   * The per-channel matrices of one forward (z for all D channels, a and b for one chunk), kept
+   * for the next forward of the same sizes: allocating them anew each time (hundreds of MiB at
+   * N = 512) made every young collection copy them, pauses of 100 ms and more.
+   */
+  private static final class Buffers {
+    final int n;
+    final int d;
+    final int chunk;
+    final float[][] z;
+    final float[][] a;
+    final float[][] b;
+
+    Buffers(int n, int d, int chunk) {
+      this.n = n;
+      this.d = d;
+      this.chunk = chunk;
+      z = new float[d][n * n];
+      a = new float[chunk][n * n];
+      b = new float[chunk][n * n];
+    }
+  }
+
+  /** Every entry of a, b and z is written before it is read, so reused buffers need no clearing. */
+  private final AtomicReference<Buffers> spare = new AtomicReference<>();
+
+  /** The spare buffers if they fit (a concurrent forward finds none and allocates its own). */
+  private Buffers takeBuffers(int n, int d, int chunk) {
+    Buffers b = spare.getAndSet(null);
+    return b != null && b.n == n && b.d == d && b.chunk == chunk ? b : new Buffers(n, d, chunk);
   }
 
   /**
@@ -161,6 +195,7 @@ public final class CpuTriMul implements TriMulBackend {
 
   @Override
   public void close() {
+    spare.set(null);
     parallel.close();
   }
 }
