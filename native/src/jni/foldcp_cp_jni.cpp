@@ -185,6 +185,20 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_forward(JNIEnv* env, 
         "foldcp_cp_forward");
 }
 
+// The input check of a rank's tile on the device (foldcp_trimul.h; this library has its own copy of
+// the kernels), so that the rank's host path only copies bytes.
+JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_nonFiniteScan(JNIEnv* env, jclass, jlong x, jlong count,
+                                                                         jlong result, jlong stream) {
+  if (count < 0) {
+    throw_plain(env, kInvalidInput, "count = " + std::to_string(count) + ": must be >= 0");
+    return;
+  }
+  check(env,
+        foldcp_nonfinite_scan(as_ptr<const void>(x), static_cast<uint64_t>(count), as_ptr<void>(result),
+                              as_ptr<struct CUstream_st>(stream)),
+        "foldcp_nonfinite_scan");
+}
+
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_destroyPlan(JNIEnv* env, jclass, jlong plan) {
   check(env, foldcp_cp_plan_destroy(as_ptr<foldcp_cp_plan>(plan)), "foldcp_cp_plan_destroy");
 }

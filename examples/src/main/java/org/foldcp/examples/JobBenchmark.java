@@ -292,7 +292,9 @@ public final class JobBenchmark {
     if (s.gpu()) {
       TriMulJob.localGpu(conf);
       conf.set(FoldCpConf.GPU_CONCURRENT_TASKS.name(), Integer.toString(s.slots()));
-      conf.set(FoldCpConf.GPU_DEVICE_SLOTS.name(), Integer.toString(s.slots() + 2));
+      // three device slots per task: each task keeps one complex uploading, one computing and one
+      // downloading (SingleRankRows.FEED_DEPTH); fewer, and the tasks take turns in lockstep waves
+      conf.set(FoldCpConf.GPU_DEVICE_SLOTS.name(), Integer.toString(3 * s.slots()));
       // a span of the pinned pool per task for its output row (the download lands there, no host
       // copy) plus blocks to stream its uploads through: the setting's own advice
       long row = 2L * s.n() * s.n() * s.dim() + (long) s.n() * s.n() + (1L << 20);

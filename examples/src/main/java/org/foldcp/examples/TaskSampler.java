@@ -7,8 +7,8 @@ import java.util.Locale;
 import java.util.Map;
 
 /**
- * Where the Spark task threads spend a job pass: a stack sample of every thread running a task
- * each {@code periodMillis} while {@link #resume resumed}, counted by thread state and by frame (a profile, not a guess, for the
+ * Where the Spark task threads, and the GPU feed's copy threads, spend a job pass: a stack sample
+ * of every such thread each {@code periodMillis} while {@link #resume resumed}, counted by thread state and by frame (a profile, not a guess, for the
  * benchmark's report). In-process and portable: the GPU machines have no perf, and JFR's sampler
  * depends on signals the sandboxes do not all deliver. Samples are taken at safepoints, so a frame
  * between two safepoint polls is credited to the next poll; the bulk copies poll every 4 MiB slice
@@ -16,14 +16,62 @@ import java.util.Map;
  */
 final class TaskSampler implements AutoCloseable {
   private static final String TASK_THREAD = "Executor task launch worker";
+  /** The GPU feed's copy threads (StackFeed names them so). */
+  private static final String COPY_THREAD = "fold-cp feed copy";
 
   private final Thread thread;
-  private final Map<String, Integer> byState = new HashMap<>();
-  private final Map<String, Integer> byFrame = new HashMap<>();
-  private final Map<String, Integer> byOurs = new HashMap<>();
-  private int samples;
+  private final Tally tasks = new Tally("the task threads");
+  private final Tally copiers = new Tally("the feed's copy threads");
   private volatile boolean running = true;
   private volatile boolean active;
+
+  /** Samples of one population of threads, by state, by top frame and by innermost fold-cp frame. */
+  private static final class Tally {
+    final String who;
+    final Map<String, Integer> byState = new HashMap<>();
+    final Map<String, Integer> byFrame = new HashMap<>();
+    final Map<String, Integer> byOurs = new HashMap<>();
+    int samples;
+
+    Tally(String who) {
+      this.who = who;
+    }
+
+    void add(Thread t, StackTraceElement[] st) {
+      samples++;
+      String state = t.getState().toString();
+      byState.merge(state, 1, Integer::sum);
+      byFrame.merge(state + " " + (st.length == 0 ? "(no frame)" : frame(st[0])), 1, Integer::sum);
+      String ours = "(no org.foldcp frame)";
+      for (StackTraceElement f : st) {
+        if (f.getClassName().startsWith("org.foldcp.")) {
+          ours = frame(f);
+          break;
+        }
+      }
+      byOurs.merge(state + " " + ours, 1, Integer::sum);
+    }
+
+    void lines(List<String> out, int top) {
+      if (samples == 0) {
+        out.add("profile: none of " + who + " sampled");
+        return;
+      }
+      StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "profile: %d samples of %s:", samples, who));
+      byState.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
+          .forEach(e -> b.append(String.format(Locale.ROOT, " %s %.1f%%", e.getKey(), 100.0 * e.getValue() / samples)));
+      out.add(b.toString());
+      add(out, "by the sampled frame", byFrame, top);
+      add(out, "by the innermost org.foldcp frame", byOurs, top);
+    }
+
+    private void add(List<String> out, String title, Map<String, Integer> counts, int top) {
+      out.add("profile: top " + top + " " + title + " (% of the samples of " + who + "):");
+      counts.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed()).limit(top)
+          .forEach(e -> out.add(String.format(Locale.ROOT, "profile:   %5.1f%%  %s", 100.0 * e.getValue() / samples,
+              e.getKey())));
+    }
+  }
 
   TaskSampler(long periodMillis) {
     thread = new Thread(() -> {
@@ -46,25 +94,14 @@ final class TaskSampler implements AutoCloseable {
     Map<Thread, StackTraceElement[]> all = Thread.getAllStackTraces();
     synchronized (this) {
       for (Map.Entry<Thread, StackTraceElement[]> e : all.entrySet()) {
-        if (!e.getKey().getName().startsWith(TASK_THREAD)) {
-          continue;
-        }
-        StackTraceElement[] st = e.getValue();
-        if (!inTask(st)) {
-          continue; // an idle thread of the executor's pool
-        }
-        samples++;
-        String state = e.getKey().getState().toString();
-        byState.merge(state, 1, Integer::sum);
-        byFrame.merge(state + " " + frame(st[0]), 1, Integer::sum);
-        String ours = "(no org.foldcp frame)";
-        for (StackTraceElement f : st) {
-          if (f.getClassName().startsWith("org.foldcp.")) {
-            ours = frame(f);
-            break;
+        String name = e.getKey().getName();
+        if (name.startsWith(TASK_THREAD)) {
+          if (inTask(e.getValue())) { // else an idle thread of the executor's pool
+            tasks.add(e.getKey(), e.getValue());
           }
+        } else if (name.startsWith(COPY_THREAD)) {
+          copiers.add(e.getKey(), e.getValue()); // idle ones too: parked in the pool's queue
         }
-        byOurs.merge(state + " " + ours, 1, Integer::sum);
       }
     }
   }
@@ -92,34 +129,15 @@ final class TaskSampler implements AutoCloseable {
     return cls.substring(cls.lastIndexOf('.') + 1) + "." + f.getMethodName();
   }
 
-  /** Stops sampling and returns the report lines (each prefixed "profile: "). */
+  /** Stops sampling and returns the report lines (each prefixed "profile: "): tasks, then copy threads. */
   List<String> report(int top) {
     close();
-    synchronized (this) {
-      return lines(top);
-    }
-  }
-
-  private List<String> lines(int top) {
     List<String> out = new ArrayList<>();
-    if (samples == 0) {
-      out.add("profile: no task thread sampled");
-      return out;
+    synchronized (this) {
+      tasks.lines(out, top);
+      copiers.lines(out, top);
     }
-    StringBuilder b = new StringBuilder(String.format(Locale.ROOT, "profile: %d samples of the task threads:", samples));
-    byState.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed())
-        .forEach(e -> b.append(String.format(Locale.ROOT, " %s %.1f%%", e.getKey(), 100.0 * e.getValue() / samples)));
-    out.add(b.toString());
-    add(out, "by the sampled frame", byFrame, top);
-    add(out, "by the innermost org.foldcp frame", byOurs, top);
     return out;
-  }
-
-  private void add(List<String> out, String title, Map<String, Integer> counts, int top) {
-    out.add("profile: top " + top + " " + title + " (% of the samples):");
-    counts.entrySet().stream().sorted(Map.Entry.<String, Integer>comparingByValue().reversed()).limit(top)
-        .forEach(e -> out.add(String.format(Locale.ROOT, "profile:   %5.1f%%  %s", 100.0 * e.getValue() / samples,
-            e.getKey())));
   }
 
   @Override

@@ -2,6 +2,7 @@ package org.foldcp.ops.gpu;
 
 import java.nio.charset.StandardCharsets;
 import jcuda.driver.CUcontext;
+import jcuda.driver.CUctx_flags;
 import jcuda.driver.CUdevice;
 import jcuda.driver.CUdevice_attribute;
 import jcuda.driver.JCudaDriver;
@@ -20,6 +21,7 @@ import org.foldcp.ops.InvalidInputException;
  * every buffer, stream and layer made on the device before the device itself.
  */
 public final class GpuDevice implements AutoCloseable {
+  private static final System.Logger LOG = System.getLogger(GpuDevice.class.getName());
   private final int ordinal;
   private final CUdevice device;
   private final CUcontext context;
@@ -145,6 +147,7 @@ public final class GpuDevice implements AutoCloseable {
     Info info = info(ordinal);
     CUdevice dev = new CUdevice();
     CudaDriver.check(JCudaDriver.cuDeviceGet(dev, ordinal), "cuDeviceGet(" + ordinal + ")");
+    blockingSync(dev, ordinal);
     CUcontext ctx = new CUcontext();
     CudaDriver.check(JCudaDriver.cuDevicePrimaryCtxRetain(ctx, dev), "cuDevicePrimaryCtxRetain(" + ordinal + ")");
     GpuDevice d = new GpuDevice(ordinal, dev, ctx, info);
@@ -155,6 +158,31 @@ public final class GpuDevice implements AutoCloseable {
       throw e;
     }
     return d;
+  }
+
+  /**
+   * Makes host threads that wait for the device sleep instead of spin, before the primary context
+   * first becomes active (the flag is fixed from then on). The driver's default spins while there
+   * are fewer contexts than cores, and an executor's task threads waiting for their downloads then
+   * take the cores its copy threads need to fill the pinned pool. Once the context is active (a
+   * library made it first) its flags stay as they are; that is logged, not an error.
+   */
+  private static void blockingSync(CUdevice dev, int ordinal) {
+    int[] flags = new int[1];
+    int[] active = new int[1];
+    CudaDriver.check(JCudaDriver.cuDevicePrimaryCtxGetState(dev, flags, active),
+        "cuDevicePrimaryCtxGetState(" + ordinal + ")");
+    int want = CUctx_flags.CU_CTX_SCHED_BLOCKING_SYNC;
+    if ((flags[0] & CUctx_flags.CU_CTX_SCHED_MASK) == want) {
+      return;
+    }
+    if (active[0] != 0) {
+      LOG.log(System.Logger.Level.INFO, () -> "fold-cp: device " + ordinal + "'s primary context was already active"
+          + " with flags 0x" + Integer.toHexString(flags[0]) + ": waiting host threads keep the driver's scheduling");
+      return;
+    }
+    CudaDriver.check(JCudaDriver.cuDevicePrimaryCtxSetFlags(dev, (flags[0] & ~CUctx_flags.CU_CTX_SCHED_MASK) | want),
+        "cuDevicePrimaryCtxSetFlags(" + ordinal + ", CU_CTX_SCHED_BLOCKING_SYNC)");
   }
 
   public int ordinal() { return ordinal; }

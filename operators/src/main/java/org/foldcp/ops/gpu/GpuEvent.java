@@ -28,7 +28,9 @@ public final class GpuEvent implements AutoCloseable {
   public static GpuEvent create(GpuDevice device, boolean timing, String purpose) {
     device.makeCurrent();
     RawHandles.EventHandle ev = new RawHandles.EventHandle();
-    int flags = timing ? CUevent_flags.CU_EVENT_DEFAULT : CUevent_flags.CU_EVENT_DISABLE_TIMING;
+    // blocking sync: a thread waiting on the event sleeps rather than spins (see GpuDevice.open)
+    int flags = CUevent_flags.CU_EVENT_BLOCKING_SYNC
+        | (timing ? CUevent_flags.CU_EVENT_DEFAULT : CUevent_flags.CU_EVENT_DISABLE_TIMING);
     CudaDriver.check(JCudaDriver.cuEventCreate(ev, flags), "cuEventCreate (" + purpose + ")");
     return new GpuEvent(device, ev, purpose);
   }

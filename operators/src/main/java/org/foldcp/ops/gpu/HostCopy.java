@@ -19,6 +19,8 @@ public final class HostCopy {
   private static final Unsafe UNSAFE = unsafe();
   /** Offset of element 0 of a byte[] from the array object's base, for {@link #copy}. */
   public static final long BYTE_ARRAY_OFFSET = UNSAFE.arrayBaseOffset(byte[].class);
+  /** Offset of element 0 of a short[] (bf16 rows of a PairTensor, little-endian like the device's). */
+  static final long SHORT_ARRAY_OFFSET = UNSAFE.arrayBaseOffset(short[].class);
 
   private HostCopy() {}
 
@@ -68,6 +70,16 @@ public final class HostCopy {
           + src.length + "]");
     }
     copy(src, BYTE_ARRAY_OFFSET + from, null, dst, len);
+  }
+
+  /** Copies all of {@code src} (bf16 values, 2 bytes each, in the host's little-endian order) to {@code dst}. */
+  public static void shortsToAddress(short[] src, long dst) {
+    copy(src, SHORT_ARRAY_OFFSET, null, dst, 2L * src.length);
+  }
+
+  /** Fills all of {@code dst} from the 2 * dst.length bytes at the raw address {@code src}. */
+  public static void shortsFromAddress(long src, short[] dst) {
+    copy(null, src, dst, SHORT_ARRAY_OFFSET, 2L * dst.length);
   }
 
   /** Copies {@code len} bytes from the raw address {@code src} into {@code dst} from index {@code to}. */

@@ -1,7 +1,5 @@
 package org.foldcp.ops.gpu.cp;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
@@ -14,9 +12,11 @@ import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuStream;
+import org.foldcp.ops.gpu.HostCopy;
+import org.foldcp.ops.gpu.PinnedHostBuffer;
+import org.foldcp.ops.gpu.ScanResult;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
-import org.foldcp.ops.tensor.NonFinite;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
@@ -28,7 +28,9 @@ import org.foldcp.ops.tensor.PairTensor;
  * here, once, identically on every rank ({@link #route()}), and never in {@link #forward}.
  *
  * <p>Holds, freed by {@link #close()} in this order: the native plan (its symmetric buffers:
- * collective), the native layers, the tile buffers on the device, the stream, the device retain.
+ * collective), the native layers, the tile buffers on the device and the pinned staging the tile
+ * moves through (bulk copies, one asynchronous upload and download, the non-finite check on the
+ * device), the stream, the device retain.
  * The pair tensor stays on the GPU across all layers of the stack: one upload, one download.
  */
 public final class CpGpuStack implements AutoCloseable {
@@ -42,6 +44,10 @@ public final class CpGpuStack implements AutoCloseable {
   private final long[] layers;
   private final DeviceBuffer tileBuf;
   private final DeviceBuffer maskBuf;
+  private final DeviceBuffer scanBuf;
+  private final PinnedHostBuffer staging; // the tile's values, then its mask (addressed raw: may pass 2 GiB)
+  private final PinnedHostBuffer scanHost;
+  private final long maskAt;
   private final long plan;
   private final StoreRoute route;
   private final Reshard reshard;
@@ -72,7 +78,12 @@ public final class CpGpuStack implements AutoCloseable {
     List<Long> made = new ArrayList<>();
     DeviceBuffer tb = null;
     DeviceBuffer mb = null;
+    DeviceBuffer sb = null;
+    PinnedHostBuffer st = null;
+    PinnedHostBuffer sh = null;
     long p = 0;
+    long tokens = (long) batch * t.rows * t.cols;
+    long tileBytes = tokens * stack.dim() * 2;
     try {
       dev.makeCurrent();
       s = GpuStream.create(dev);
@@ -83,11 +94,13 @@ public final class CpGpuStack implements AutoCloseable {
       // The plan first: it checks the ranks agree and the heap holds it before the tile buffers exist.
       p = NativeCp.createPlan(batch, n, stack.dim(), grid.rowGroups(), grid.colGroups(), t.rows, t.cols,
           requested.code, reshard.code, digest(stack), handles);
-      long tokens = (long) batch * t.rows * t.cols;
-      tb = DeviceBuffer.allocate(dev, tokens * stack.dim() * 2, "CP tile (x / out)");
+      tb = DeviceBuffer.allocate(dev, tileBytes, "CP tile (x / out)");
       mb = DeviceBuffer.allocate(dev, tokens, "CP tile mask");
+      sb = DeviceBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result");
+      st = PinnedHostBuffer.allocate(dev, tileBytes + tokens, "CP tile staging (values, mask)");
+      sh = PinnedHostBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result (host)");
     } catch (RuntimeException e) {
-      closeQuietly(e, p, made, tb, mb, s, dev);
+      closeQuietly(e, p, made, java.util.Arrays.asList(tb, mb, sb, st, sh), s, dev);
       throw e;
     }
     this.device = dev;
@@ -95,6 +108,10 @@ public final class CpGpuStack implements AutoCloseable {
     this.layers = made.stream().mapToLong(Long::longValue).toArray();
     this.tileBuf = tb;
     this.maskBuf = mb;
+    this.scanBuf = sb;
+    this.staging = st;
+    this.scanHost = sh;
+    this.maskAt = tileBytes;
     this.plan = p;
     this.route = StoreRoute.ofCode(NativeCp.planRoute(p));
     this.reshard = Reshard.ofCode(NativeCp.planReshard(p));
@@ -152,8 +169,8 @@ public final class CpGpuStack implements AutoCloseable {
 
   /**
    * As {@link #forward(PairTensor)}; with {@code allowNonFinite} false, a tile holding NaN or Inf
-   * fails with {@link org.foldcp.ops.NonFiniteInputException} after its rows are copied to the
-   * device (the check rides that copy) and before the collective kernels start. The peers do not
+   * fails with {@link org.foldcp.ops.NonFiniteInputException} after its upload (the device scans
+   * it) and before the collective kernels start. The peers do not
    * learn of it and wait for this rank until their timeout: callers that can should check the
    * tiles before the team meets (the Spark barrier route does, before its stage).
    */
@@ -167,43 +184,43 @@ public final class CpGpuStack implements AutoCloseable {
         + t.cols + ", " + layout.dim() + ") for rank " + team.rank() + " of " + layout);
     device.makeCurrent();
     int d = layout.dim();
-    int rowBytes = t.cols * d * 2;
-    byte[] row = new byte[rowBytes];
-    ByteBuffer bb = ByteBuffer.wrap(row).order(ByteOrder.LITTLE_ENDIAN);
-    byte[] maskRow = new byte[t.cols];
-    NonFinite.Scan scan = allowNonFinite ? null : new NonFinite.Scan(d);
+    long rowBytes = (long) t.cols * d * 2;
+    long base = staging.address();
+    // Into pinned memory in bulk (one copy per row of the tile, the rows being separate arrays),
+    // then one upload each for the tile and its mask; the non-finite check runs on the device.
     for (int b = 0; b < batch; b++) {
       for (int i = 0; i < t.rows; i++) {
-        bb.clear();
-        short[] values = tile.row(b, i);
-        if (scan != null) {
-          scan.row(b, i, values);
-        }
-        bb.asShortBuffer().put(values);
         long r = (long) b * t.rows + i;
-        tileBuf.copyFromHost(r * rowBytes, row, 0, rowBytes);
-        byte[] m = tile.maskRow(b, i);
-        if (m == null) {
-          java.util.Arrays.fill(maskRow, (byte) 1);
-        } else {
-          for (int j = 0; j < t.cols; j++) {
-            maskRow[j] = m[j] != 0 ? (byte) 1 : (byte) 0;
-          }
-        }
-        maskBuf.copyFromHost(r * t.cols, maskRow, 0, t.cols);
+        HostCopy.shortsToAddress(tile.row(b, i), base + r * rowBytes);
       }
     }
-    if (scan != null) {
-      scan.throwIfFound("the pair tile of rank " + team.rank());
+    byte[] maskRow = new byte[t.cols];
+    for (int b = 0; b < batch; b++) {
+      for (int i = 0; i < t.rows; i++) {
+        byte[] m = tile.maskRow(b, i);
+        for (int j = 0; j < t.cols; j++) {
+          maskRow[j] = m == null || m[j] != 0 ? (byte) 1 : (byte) 0; // the kernels read 0 or 1
+        }
+        HostCopy.toAddress(maskRow, 0, base + maskAt + ((long) b * t.rows + i) * t.cols, t.cols);
+      }
+    }
+    long tokens = (long) batch * t.rows * t.cols;
+    tileBuf.copyFromHostAsync(0, staging, 0, tokens * d * 2, stream);
+    maskBuf.copyFromHostAsync(0, staging, maskAt, tokens, stream);
+    if (!allowNonFinite) {
+      NativeCp.nonFiniteScan(tileBuf.address(), tokens * d, scanBuf.address(), stream.handle());
+      scanBuf.copyToHostAsync(0, scanHost, 0, ScanResult.BYTES, stream);
+      stream.synchronize();
+      ScanResult.throwIfFound(scanHost.buffer(), t.rows, t.cols, d, "the pair tile of rank " + team.rank());
     }
     NativeCp.forward(plan, tileBuf.address(), maskBuf.address(), tileBuf.address(), stream.handle());
+    tileBuf.copyToHostAsync(0, staging, 0, tokens * d * 2, stream);
+    stream.synchronize();
     PairTensor out = PairTensor.zeros(batch, t.rows, t.cols, d);
     for (int b = 0; b < batch; b++) {
       for (int i = 0; i < t.rows; i++) {
         long r = (long) b * t.rows + i;
-        tileBuf.copyToHost(r * rowBytes, row, 0, rowBytes);
-        bb.clear();
-        bb.asShortBuffer().get(out.row(b, i));
+        HostCopy.shortsFromAddress(base + r * rowBytes, out.row(b, i));
       }
     }
     out.setMask(tile.maskCopy());
@@ -225,7 +242,7 @@ public final class CpGpuStack implements AutoCloseable {
     } catch (RuntimeException e) {
       first = e;
     }
-    first = closeQuietly(first, 0, toList(layers), tileBuf, maskBuf, stream, device);
+    first = closeQuietly(first, 0, toList(layers), java.util.Arrays.asList(tileBuf, maskBuf, scanBuf, staging, scanHost), stream, device);
     if (first != null) {
       throw first;
     }
@@ -239,8 +256,9 @@ public final class CpGpuStack implements AutoCloseable {
     return l;
   }
 
+  /** {@code buffers}: the device buffers and the pinned staging, any of them null (not made yet). */
   private static RuntimeException closeQuietly(RuntimeException first, long plan, List<Long> layers,
-      DeviceBuffer tb, DeviceBuffer mb, GpuStream s, GpuDevice dev) {
+      List<AutoCloseable> buffers, GpuStream s, GpuDevice dev) {
     List<AutoCloseable> steps = new ArrayList<>();
     if (plan != 0) {
       steps.add(() -> NativeCp.destroyPlan(plan));
@@ -248,7 +266,9 @@ public final class CpGpuStack implements AutoCloseable {
     for (long l : layers) {
       steps.add(() -> NativeCp.destroyLayer(l));
     }
-    steps.addAll(java.util.Arrays.asList(tb, mb, s, dev));
+    steps.addAll(buffers);
+    steps.add(s);
+    steps.add(dev);
     RuntimeException err = Closeables.closeAll(first, steps.toArray(new AutoCloseable[0]));
     return first != null ? first : err;  // closeAll adds later failures to a pending one
   }

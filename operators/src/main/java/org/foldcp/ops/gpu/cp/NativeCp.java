@@ -123,6 +123,13 @@ public final class NativeCp {
   /** {reshard 1 bytes, reshard 2 bytes} leaving this rank per forward of the stack. */
   public static native long[] planReshardBytes(long plan);
 
+  /**
+   * The device-side input check of a tile, asynchronous on {@code stream}: as
+   * {@link org.foldcp.ops.gpu.NativeTriMul#nonFiniteScan} (this library's own copy of the kernel),
+   * two uint64 at {@code result} ({@link org.foldcp.ops.gpu.ScanResult}).
+   */
+  public static native void nonFiniteScan(long x, long count, long result, long stream);
+
   public static native void forward(long plan, long x, long mask, long out, long stream);
 
   public static native void destroyPlan(long plan);

@@ -21,7 +21,7 @@ import org.foldcp.ops.gpu.PinnedHostBuffer;
  */
 final class DeviceSlot implements AutoCloseable {
   /** Bytes of the scan result: two uint64 (count, first key), see foldcp_nonfinite_scan. */
-  static final long RESULT_BYTES = 16;
+  static final long RESULT_BYTES = org.foldcp.ops.gpu.ScanResult.BYTES;
 
   final int index;
   private final GpuDevice device;

@@ -1,8 +1,8 @@
 package org.foldcp.ops.gpu.feed;
 
-import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
 import org.foldcp.ops.NonFiniteInputException;
+import org.foldcp.ops.gpu.ScanResult;
 
 /**
  * A complex in a {@link StackFeed} whose stack is queued: {@link #drain} hands its output over and
@@ -151,22 +151,7 @@ public final class FeedTicket {
   }
 
   private void throwIfNonFinite() {
-    ByteBuffer r = slot.resultHost.buffer();
-    long count = r.getLong(0);
-    if (count == 0) {
-      return;
-    }
-    long key = r.getLong(8);
-    long idx = key >>> 16;
-    short bits = (short) (key & 0xFFFF);
-    int c = (int) (idx % dim);
-    long rest = idx / dim;
-    int j = (int) (rest % n);
-    rest /= n;
-    int i = (int) (rest % n);
-    int b = (int) (rest / n);
-    throw new NonFiniteInputException(what, count, new int[] {b, i, j, c}, bits,
-        NonFiniteInputException.LIBRARY_HINT);
+    ScanResult.throwIfFound(slot.resultHost.buffer(), n, n, dim, what);
   }
 
   /**

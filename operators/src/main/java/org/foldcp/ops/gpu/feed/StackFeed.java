@@ -58,6 +58,7 @@ public final class StackFeed implements AutoCloseable {
   private final List<DeviceSlot> slots = new ArrayList<>();
   private final ArrayBlockingQueue<DeviceSlot> freeSlots;
   private final Object computeLock = new Object();
+  private final Object copyOrder = new Object(); // held while a complex queues its blocks
   private DeviceBuffer workspace; // guarded by computeLock
   private volatile boolean closed;
 
@@ -228,10 +229,15 @@ public final class StackFeed implements AutoCloseable {
   private long upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
     long block = pool.blockBytes();
     List<Future<Long>> blocks = new ArrayList<>();
-    for (long off = 0; off < bytes; off += block) {
-      long at = off;
-      long len = Math.min(block, bytes - off);
-      blocks.add(copiers.submit(() -> uploadBlock(slot, dst, at, len, src)));
+    // One complex's blocks go into the copy queue together: interleaved with the blocks of
+    // complexes submitted at the same moment by other tasks, every complex would finish its upload
+    // only when all of them had, and the GPU would wait for the whole wave instead of the first.
+    synchronized (copyOrder) {
+      for (long off = 0; off < bytes; off += block) {
+        long at = off;
+        long len = Math.min(block, bytes - off);
+        blocks.add(copiers.submit(() -> uploadBlock(slot, dst, at, len, src)));
+      }
     }
     long waited = 0;
     RuntimeException failed = null;

@@ -101,9 +101,12 @@ class CpTeamGpuTest {
     cases.add(new CpCase("heap", "2x1", Direction.OUTGOING, 8192, 256, 1, true, false, 1, StoreRoute.AUTO, 9, -1, 1));
     cases.add(new CpCase("dcp", "3x1", Direction.OUTGOING, 100, 64, 1, true, false, 1, StoreRoute.AUTO, 10, -1, 1));
     cases.add(new CpCase("leak", "2x1", Direction.INCOMING, 256, 64, 1, true, true, 1, StoreRoute.PEER, 12, -1, 100));
+    CpCase nan = new CpCase("nan", "2x1", Direction.OUTGOING, 100, 64, 1, true, false, 1, StoreRoute.AUTO, 14, -1, 1);
+    cases.add(nan);
     cases.add(new CpCase("after", "1x2", Direction.OUTGOING, 128, 32, 1, false, false, 1, StoreRoute.AUTO, 13, -1, 1));
     List<String[]> unfused = addUnfused(cases, List.of("g2x1-o1000-peer", "g1x2-i2050-peer", "g2x1-i100-put",
         "stack3"));
+    writeNonFiniteTiles(dir, nan);
     Map<String, String> errors = runTeam(dir, 2, cases, Set.of(), List.of());
 
     for (CpCase c : cases) {
@@ -120,6 +123,16 @@ class CpTeamGpuTest {
             String e = errors.get("heap-" + r);
             assertTrue(e != null && e.contains("symmetric heap is too small") && e.contains("needs ")
                 && e.contains(" bytes"), "rank " + r + ": a plan larger than the heap must fail with the bytes needed: " + e);
+          }
+        }
+        case "nan" -> {
+          // the device's scan of each rank's tile, before any rank enters the collective kernels
+          // (so the team goes on: "after" runs on it); rank r's NaN sits at (0, 3 + r, 5, 7)
+          for (int r = 0; r < 2; r++) {
+            String e = errors.get("nan-" + r);
+            assertTrue(e != null && e.contains("NonFiniteInputException") && e.contains("the pair tile of rank " + r)
+                && e.contains("= 2 (NaN or Inf") && e.contains("(b, i, j, c) = (0, " + (3 + r) + ", 5, 7)"),
+                "rank " + r + ": a tile holding a NaN and an Inf must fail naming the count and the first: " + e);
           }
         }
         case "dcp" -> {
@@ -347,6 +360,20 @@ class CpTeamGpuTest {
   private static PairTensor reference(CpCase c) {
     String key = c.inputKey() + "|" + c.direction() + c.biases() + c.layers() + c.seed();
     return REFERENCES.computeIfAbsent(key, k -> gpu.forward(x(c), c.stack(0)));
+  }
+
+  /**
+   * The tiles of {@code c} with, on rank r, a NaN at (0, 3 + r, 5, 7) and an Inf after it at
+   * (0, 9, 1, 0): written first, so {@link #writeTiles} leaves them.
+   */
+  private static void writeNonFiniteTiles(Path dir, CpCase c) throws IOException {
+    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim());
+    for (int r = 0; r < c.cpGrid().size(); r++) {
+      PairTensor t = Sharding.tile(x(c), layout.tile(r), c.n(), true);
+      t.row(0, 3 + r)[5 * c.dim() + 7] = (short) 0x7FC0;
+      t.row(0, 9)[c.dim()] = (short) 0x7F80;
+      TileFiles.write(dir.resolve(c.tileFile(r)), t);
+    }
   }
 
   /** Writes every rank's input tile of every case the test can make an input for. */
