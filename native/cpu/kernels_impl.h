@@ -324,6 +324,30 @@ static inline uint16_t float_to_bf16(float f) {
   return (uint16_t) ((bits + 0x7fffu + lsb) >> 16);
 }
 
+/* float_to_bf16 on 8 lanes, the same integer operations (the addition wraps as uint32 does). */
+static inline void float8_to_bf16(__m256 v, uint16_t *out) {
+  __m256i bits = _mm256_castps_si256(v);
+  __m256i abs = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  __m256i nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+  __m256i hi = _mm256_srli_epi32(bits, 16);
+  __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+  __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x0040));
+  __m256i r = _mm256_blendv_epi8(rounded, quiet, nan);
+  /* 32 -> 16 bits (every value < 2^16): pack within 128-bit lanes, then gather qwords 0 and 2. */
+  __m256i packed = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
+  _mm_storeu_si128((__m128i *) out, _mm256_castsi256_si128(packed));
+}
+
+#if VW == 16
+static inline void floatv_to_bf16(vf v, uint16_t *out) {
+  float8_to_bf16(_mm512_castps512_ps256(v), out);
+  float8_to_bf16(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)), out + 8);
+}
+#else
+static inline void floatv_to_bf16(vf v, uint16_t *out) { float8_to_bf16(v, out); }
+#endif
+
 void NAME(layer_norm_bf16)(const uint16_t *x, int cols, int d, const float *w, const float *bias, float eps,
                            float *out) {
   for (int j = 0; j < cols; j++) {
@@ -358,9 +382,16 @@ void NAME(gate_projection)(const float *proj, int cc, int cols, const float *bia
         V_STORE(o + j, V_MUL(s, V_ADD(V_LOAD(p + j), bpv)));
       }
       for (; j < cols; j++) o[j] = sigmoid1(g[j] + bg) * (p[j] + bp);
-      if (mask)
-        for (j = 0; j < cols; j++)
+      if (mask) {
+        /* +0.0 where masked, as the scalar o[j] = 0.0f (a NaN there becomes +0.0 too). */
+        for (j = 0; j + 8 <= cols; j += 8) {
+          __m256i mi = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (mask + j)));
+          __m256 off = _mm256_castsi256_ps(_mm256_cmpeq_epi32(mi, _mm256_setzero_si256()));
+          _mm256_storeu_ps(o + j, _mm256_andnot_ps(off, _mm256_loadu_ps(o + j)));
+        }
+        for (; j < cols; j++)
           if (mask[j] == 0) o[j] = 0.0f;
+      }
     }
   }
 }
@@ -368,7 +399,6 @@ void NAME(gate_projection)(const float *proj, int cc, int cols, const float *bia
 /* out[j*d + c] = bf16(sigmoid(go + gb[c]) * (po + pb[c]) (+ x)), token-major rows of d. */
 void NAME(gate_output)(const float *po, const float *go, int cols, int d, const float *pb, const float *gb,
                        const uint16_t *x, int residual, uint16_t *out) {
-  float v[VW];
   float xf[VW];
   for (int j = 0; j < cols; j++) {
     const float *pr = po + (long) j * d;
@@ -383,8 +413,7 @@ void NAME(gate_output)(const float *po, const float *go, int cols, int d, const 
         bf16_to_float(xr + c, VW, xf);
         r = V_ADD(r, V_LOAD(xf));
       }
-      V_STORE(v, r);
-      for (int l = 0; l < VW; l++) orow[c + l] = float_to_bf16(v[l]);
+      floatv_to_bf16(r, orow + c);
     }
     for (; c < d; c++) {
       float r = sigmoid1(gr[c] + gb[c]) * (pr[c] + pb[c]);

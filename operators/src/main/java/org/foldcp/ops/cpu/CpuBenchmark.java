@@ -23,8 +23,9 @@ import org.foldcp.ops.tensor.PairTensor;
 
 /**
  * Measures the CPU backend's throughput (a benchmark, not a test): median wall time of one
- * layer forward after warm-up, and GFLOP/s by the docs/benchmarks.md count
- * 2 B N^3 D (triangle) + 12 B N^2 D^2 (projections). In the same run it measures the machine's
+ * layer forward after warm-up (at least 3 forwards and 2 s per direction), and GFLOP/s by the
+ * docs/benchmarks.md count 2 B N^3 D (triangle) + 12 B N^2 D^2 (projections). In the same run it
+ * measures the machine's
  * fp32 FMA peak (12 independent vector FMA chains per thread on every thread at once, native
  * kernels only) and, where python3 with numpy is found, the numpy TriMul peer
  * (numpy_trimul.py: the same layer in float32 on numpy's BLAS) with the same thread count.
@@ -64,7 +65,10 @@ public final class CpuBenchmark {
     try (CpuTriMul cpu = new CpuTriMul(threads, kernels)) {
       for (Direction dir : Direction.values()) {
         TriMulLayer layer = new TriMulLayer(TriMulSpec.of(dir, true), LayerWeights.random(d, 43, true));
-        for (int w = 0; w < 2; w++) {
+        // Warm-up: at least 3 forwards and 2 s, so that the JIT and the heap's growth (G1 sizes
+        // the heap over the first few forwards, with pauses of 100-200 ms at N = 512) are done.
+        long warm0 = System.nanoTime();
+        for (int w = 0; w < 3 || System.nanoTime() - warm0 < 2_000_000_000L; w++) {
           cpu.forward(x, layer);
         }
         double[] ms = new double[iters];

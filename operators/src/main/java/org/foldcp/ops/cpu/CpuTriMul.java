@@ -71,13 +71,14 @@ public final class CpuTriMul implements TriMulBackend {
   public PairTensor forward(PairTensor x, TriMulLayer layer, boolean allowNonFinite) {
     validate(x, layer);
     if (!allowNonFinite) {
-      NonFinite.check(x, "the pair tensor");
+      checkFinite(x);
     }
     PreparedLayer l = new PreparedLayer(layer);
     int n = x.n();
     int d = l.dim;
-    PairTensor out = PairTensor.zeros(x.batch(), n, n, d);
-    out.setMask(x.maskCopy());
+    // The output rows are allocated by the threads that write them, just before (the JVM's
+    // zeroing then runs in parallel and leaves the row in that core's cache).
+    short[][] outRows = new short[x.batch() * n][];
     int chunk = channelChunk(n, d, parallel.threads());
     Buffers buf = takeBuffers(n, d, chunk);
     float[][] z = buf.z;
@@ -99,11 +100,41 @@ public final class CpuTriMul implements TriMulBackend {
       parallel.forEach(n, i -> {
         Stages.Scratch s = Stages.Scratch.local(n, d, Math.min(d, chunk));
         gatherRow(z, i, n, d, s.zt);
-        Stages.outputRow(x, batch, i, l, s.zt, s, kernels, out);
+        short[] row = new short[n * d];
+        Stages.outputRow(x, batch, i, l, s.zt, s, kernels, row);
+        outRows[batch * n + i] = row;
       });
     }
     spare.set(buf);
-    return out;
+    return PairTensor.wrap(x.batch(), n, n, d, outRows, x.maskCopy());
+  }
+
+  /**
+   * {@link NonFinite#check} in parallel: each thread counts the NaN and Inf values of its rows;
+   * only where there are any does the serial check run, for its exception (first position, count).
+   */
+  private void checkFinite(PairTensor x) {
+    int rows = x.batch() * x.rows();
+    int r0 = x.rows();
+    java.util.concurrent.atomic.AtomicLong found = new java.util.concurrent.atomic.AtomicLong();
+    parallel.forEach(rows, r -> {
+      int c = countNonFinite(x.row(r / r0, r % r0));
+      if (c != 0) {
+        found.addAndGet(c);
+      }
+    });
+    if (found.get() != 0) {
+      NonFinite.check(x, "the pair tensor");
+    }
+  }
+
+  /** How many values of a bf16 row are NaN or Inf ({@link NonFinite#is}), branch-free. */
+  static int countNonFinite(short[] row) {
+    int c = 0;
+    for (short v : row) {
+      c += (v & 0x7F80) == 0x7F80 ? 1 : 0;
+    }
+    return c;
   }
 
   /**

@@ -95,6 +95,12 @@ public final class Stages {
    */
   public static void outputRow(PairTensor x, int b, int i, PreparedLayer l, float[] z, Scratch s, CpuKernels k,
                                PairTensor out) {
+    outputRow(x, b, i, l, z, s, k, out.row(b, i));
+  }
+
+  /** As the form above, into {@code outRow} (cols * D values) instead of row i of a tensor. */
+  public static void outputRow(PairTensor x, int b, int i, PreparedLayer l, float[] z, Scratch s, CpuKernels k,
+                               short[] outRow) {
     int cols = x.cols();
     int d = l.dim;
     short[] xRow = x.row(b, i);
@@ -102,6 +108,6 @@ public final class Stages {
     k.layerNormBf16(xRow, 0, cols, d, l.normInW, l.normInB, l.eps, s.xn);
     k.gemm(false, true, cols, d, d, s.lz, 0, d, l.pOut, 0, d, s.po, 0, d, false);
     k.gemm(false, true, cols, d, d, s.xn, 0, d, l.gOut, 0, d, s.go, 0, d, false);
-    k.gateOutput(s.po, s.go, cols, d, l.pOutB, l.gOutB, xRow, 0, l.residual, out.row(b, i), 0);
+    k.gateOutput(s.po, s.go, cols, d, l.pOutB, l.gOutB, xRow, 0, l.residual, outRow, 0);
   }
 }

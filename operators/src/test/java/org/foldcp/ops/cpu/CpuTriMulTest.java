@@ -182,4 +182,21 @@ class CpuTriMulTest {
     assertTrue(e.getMessage().contains("(1, 4, 6, 8)") && e.getMessage().contains("equal row and column counts"),
         e.getMessage());
   }
+
+  /** The parallel check finds NaN and Inf in any batch and row and throws NonFinite.check's exception. */
+  @Test
+  void nonFiniteInputIsRefusedWithTheSerialChecksException() {
+    PairTensor x = PairTensor.random(2, 9, 8, 5, 0);
+    x.row(1, 6)[3 * 8 + 2] = org.foldcp.ops.tensor.Bf16.fromFloat(Float.NaN);
+    x.row(1, 2)[5] = org.foldcp.ops.tensor.Bf16.fromFloat(Float.POSITIVE_INFINITY);
+    TriMulLayer layer = new TriMulLayer(TriMulSpec.of(Direction.INCOMING), LayerWeights.random(8, 2, false));
+    org.foldcp.ops.NonFiniteInputException e =
+        assertThrows(org.foldcp.ops.NonFiniteInputException.class, () -> cpu.forward(x, layer));
+    org.foldcp.ops.NonFiniteInputException serial = assertThrows(org.foldcp.ops.NonFiniteInputException.class,
+        () -> org.foldcp.ops.tensor.NonFinite.check(x, "the pair tensor"));
+    assertEquals(serial.getMessage(), e.getMessage());
+    assertEquals(2, e.count());
+    assertEquals(List.of(1, 2, 0, 5), java.util.Arrays.stream(e.first()).boxed().toList());
+    assertEquals(0, cpu.forward(x, layer, true).rows() - 9);
+  }
 }
