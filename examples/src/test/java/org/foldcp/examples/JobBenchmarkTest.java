@@ -32,7 +32,10 @@ class JobBenchmarkTest {
     assertEquals(512, s.n(), "the issue's shape by default");
   }
 
-  /** On the CPU: the job and the bare loop, one row each, no floors (they are the device's). */
+  /**
+   * On the CPU: the job, Spark's own pass over the same cached rows and the bare loop, one row
+   * each, no floors (they are the device's).
+   */
   @Test
   void onTheCpuTheJobAndTheBareLoopEachGetARow(@TempDir Path dir) throws IOException {
     Path csv = dir.resolve("job-bench-cpu.csv");
@@ -41,13 +44,14 @@ class JobBenchmarkTest {
     List<String> lines = Files.readAllLines(csv);
     assertTrue(lines.get(0).startsWith("# JobBenchmark "), lines.get(0));
     assertEquals(JobBenchmark.HEADER, lines.get(1));
-    assertEquals(4, lines.size(), String.join("\n", lines));
+    assertEquals(5, lines.size(), String.join("\n", lines));
     assertTrue(lines.get(2).contains(",cpu,2,12,32,1,") && lines.get(2).contains(",job,"), lines.get(2));
-    assertTrue(lines.get(3).contains(",bare,") && lines.get(3).endsWith(",,ok"), lines.get(3));
+    assertTrue(lines.get(3).contains(",spark_scan,") && lines.get(3).endsWith(",,ok"), lines.get(3));
+    assertTrue(lines.get(4).contains(",bare,") && lines.get(4).endsWith(",,ok"), lines.get(4));
   }
 
   /**
-   * On the GPU: the job, the bare loop and the device's three floors, one row each, every share of
+   * On the GPU: the job, Spark's own pass, the bare loop and the device's three floors, one row each, every share of
    * the overlapped floor filled in; a second run with --append adds rows under the same header.
    */
   @Test
@@ -61,8 +65,8 @@ class JobBenchmarkTest {
     JobBenchmark.main(args);
     List<String> lines = Files.readAllLines(csv);
     assertEquals(JobBenchmark.HEADER, lines.get(1));
-    assertEquals(7, lines.size(), String.join("\n", lines));
-    List<String> arms = List.of("job", "bare", "compute_floor", "copy_floor", "overlapped_floor");
+    assertEquals(8, lines.size(), String.join("\n", lines));
+    List<String> arms = List.of("job", "spark_scan", "bare", "compute_floor", "copy_floor", "overlapped_floor");
     for (int k = 0; k < arms.size(); k++) {
       String row = lines.get(2 + k);
       assertTrue(row.contains(",gpu,3,64,32,2,2,2," + arms.get(k) + ","), row);
@@ -71,6 +75,6 @@ class JobBenchmarkTest {
     String[] again = java.util.Arrays.copyOf(args, args.length + 1);
     again[args.length] = "--append";
     JobBenchmark.main(again);
-    assertEquals(12, Files.readAllLines(csv).size(), "appended under the same header");
+    assertEquals(14, Files.readAllLines(csv).size(), "appended under the same header");
   }
 }

@@ -48,6 +48,12 @@ public interface RouteMetrics extends Serializable {
    */
   default void copyWaitNanos(long nanos) {}
 
+  /**
+   * Time threads spent copying a complex's input bytes into the GPU feed's pinned memory, summed
+   * over the threads (copy threads and the task's own): with the bytes in, the host copy rate.
+   */
+  default void hostCopyNanos(long nanos) {}
+
   /** Reports nothing. */
   RouteMetrics NONE = new RouteMetrics() {};
 }

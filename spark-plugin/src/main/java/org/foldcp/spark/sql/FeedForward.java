@@ -147,6 +147,7 @@ final class FeedForward implements Iterator<InternalRow> {
     metrics.computeNanos(System.nanoTime() - t0);
     metrics.gpuBusyNanos(d.gpuNanos());
     metrics.copyWaitNanos(d.waitNanos());
+    metrics.hostCopyNanos(d.copyNanos());
     metrics.tiles(1);
     metrics.gpuTiles(1);
     metrics.bytesOut(f.pairBytes);

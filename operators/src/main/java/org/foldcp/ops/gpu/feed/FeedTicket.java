@@ -17,11 +17,13 @@ public final class FeedTicket {
   private final boolean allowNonFinite;
   private final String what;
   private final long submitWaitNanos;
+  private final long copyNanos;
   private boolean done;
 
   FeedTicket(StackFeed feed, DeviceSlot slot, int n, int dim, long bytes, boolean allowNonFinite,
-             String what, long submitWaitNanos) {
+             String what, long submitWaitNanos, long copyNanos) {
     this.submitWaitNanos = submitWaitNanos;
+    this.copyNanos = copyNanos;
     this.feed = feed;
     this.slot = slot;
     this.n = n;
@@ -84,7 +86,7 @@ public final class FeedTicket {
       }
       waited += submitWaitNanos;
       feed.drained(gpu, waited, bytes);
-      return new Drained(gpu, waited, bytes);
+      return new Drained(gpu, waited, copyNanos, bytes);
     } finally {
       if (current != null) {
         pending.addFirst(current);
@@ -127,7 +129,7 @@ public final class FeedTicket {
         throwIfNonFinite();
       }
       feed.drained(gpu, waited, bytes);
-      return new Drained(gpu, waited, bytes);
+      return new Drained(gpu, waited, copyNanos, bytes);
     } finally {
       feed.settle(slot);
     }
@@ -155,8 +157,9 @@ public final class FeedTicket {
   }
 
   /**
-   * What a drain measured: GPU time of the complex's scan and layers, and host time spent waiting
-   * for the complex (its slot and pinned blocks at submit, its downloads at drain).
+   * What a drain measured: GPU time of the complex's scan and layers, host time spent waiting for
+   * the complex (its slot and pinned blocks at submit, its downloads at drain), and host time spent
+   * copying its input into pinned blocks (summed over the threads that copied it).
    */
-  public record Drained(long gpuNanos, long waitNanos, long bytes) {}
+  public record Drained(long gpuNanos, long waitNanos, long copyNanos, long bytes) {}
 }

@@ -5,10 +5,10 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.foldcp.ops.InvalidInputException;
@@ -54,7 +54,7 @@ public final class StackFeed implements AutoCloseable {
   private final long memoryBudget;
   private final PinnedPool pool;
   private final GpuStream compute;
-  private final ExecutorService copiers;
+  private final ThreadPoolExecutor copiers;
   private final List<DeviceSlot> slots = new ArrayList<>();
   private final ArrayBlockingQueue<DeviceSlot> freeSlots;
   private final Object computeLock = new Object();
@@ -67,6 +67,7 @@ public final class StackFeed implements AutoCloseable {
   private final AtomicLong bytesOut = new AtomicLong();
   private final AtomicLong gpuNanos = new AtomicLong();
   private final AtomicLong waitNanos = new AtomicLong();
+  private final AtomicLong copyNanos = new AtomicLong();
 
   /**
    * Opens the feed on {@code device}: allocates the pinned pool, the compute stream and the slots'
@@ -99,7 +100,8 @@ public final class StackFeed implements AutoCloseable {
     }
     this.pool = p;
     this.compute = s;
-    this.copiers = Executors.newFixedThreadPool(settings.copyThreads(), copyThreadFactory(device.ordinal()));
+    this.copiers = new ThreadPoolExecutor(settings.copyThreads(), settings.copyThreads(), 0L, TimeUnit.MILLISECONDS,
+        new LinkedBlockingQueue<>(), copyThreadFactory(device.ordinal()));
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
         + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
         + settings.slots() + " device slots, " + settings.copyThreads() + " copy threads, one compute stream and an"
@@ -197,15 +199,17 @@ public final class StackFeed implements AutoCloseable {
       long xBytes = in.pairBytes();
       long maskBytes = in.hasMask() ? in.maskBytes() : 0;
       slot.ensure(xBytes, maskBytes);
-      waited += upload(slot, slot.x(), xBytes, in::copyPair);
+      Copied copied = upload(slot, slot.x(), xBytes, in::copyPair);
       if (maskBytes > 0) {
-        waited += upload(slot, slot.mask(), maskBytes, in::copyMask);
+        copied = copied.plus(upload(slot, slot.mask(), maskBytes, in::copyMask));
       }
+      waited += copied.waitNanos();
       slot.uploaded.record(slot.up);
       enqueueStack(slot, in, stack, allowNonFinite, maskBytes > 0);
       queued = true;
       bytesIn.addAndGet(xBytes + maskBytes);
-      return new FeedTicket(this, slot, in.n(), in.dim(), xBytes, allowNonFinite, what, waited);
+      copyNanos.addAndGet(copied.copyNanos());
+      return new FeedTicket(this, slot, in.n(), in.dim(), xBytes, allowNonFinite, what, waited, copied.copyNanos());
     } finally {
       if (!queued) {
         settle(slot);
@@ -220,15 +224,28 @@ public final class StackFeed implements AutoCloseable {
   }
 
   /**
-   * Copies {@code src} into pinned blocks and uploads each on the slot's stream as soon as it is
-   * full, the blocks spread over the copy threads (queued behind the blocks of complexes submitted
-   * earlier); returns once every block's upload is queued, with the nanoseconds the copy threads
-   * spent waiting for free blocks. A failed block fails the submit after the others have finished
-   * (nothing of the slot is in use when this returns).
+   * What the copies of one upload took: the time the threads spent waiting for free pinned blocks,
+   * and the time they spent copying bytes (summed over the threads that copied).
    */
-  private long upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
+  private record Copied(long waitNanos, long copyNanos) {
+    Copied plus(Copied o) {
+      return new Copied(waitNanos + o.waitNanos, copyNanos + o.copyNanos);
+    }
+  }
+
+  /**
+   * Copies {@code src} into pinned blocks and uploads each on the slot's stream as soon as it is
+   * full; returns once every block's upload is queued. The blocks go to the copy threads (queued
+   * behind the blocks of complexes submitted earlier, so the first complex is on the device first)
+   * and the calling thread copies them too, from the last one back, instead of sleeping until the
+   * copy threads reach them: the tasks that feed the GPU add their cores to the copy threads'
+   * (a block is copied once, by whichever thread takes it first). The caller copies only its own
+   * blocks, so a task that is killed fails only its own complex. A failed block fails the submit
+   * after the others have finished (nothing of the slot is in use when this returns).
+   */
+  private Copied upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
     long block = pool.blockBytes();
-    List<Future<Long>> blocks = new ArrayList<>();
+    List<FutureTask<Copied>> blocks = new ArrayList<>();
     // One complex's blocks go into the copy queue together: interleaved with the blocks of
     // complexes submitted at the same moment by other tasks, every complex would finish its upload
     // only when all of them had, and the GPU would wait for the whole wave instead of the first.
@@ -236,16 +253,21 @@ public final class StackFeed implements AutoCloseable {
       for (long off = 0; off < bytes; off += block) {
         long at = off;
         long len = Math.min(block, bytes - off);
-        blocks.add(copiers.submit(() -> uploadBlock(slot, dst, at, len, src)));
+        FutureTask<Copied> f = new FutureTask<>(() -> uploadBlock(slot, dst, at, len, src));
+        blocks.add(f);
+        copiers.execute(f);
       }
     }
-    long waited = 0;
+    for (int k = blocks.size() - 1; k >= 0; k--) {
+      blocks.get(k).run(); // returns at once where a copy thread has taken (or finished) the block
+    }
+    Copied copied = new Copied(0, 0);
     RuntimeException failed = null;
     boolean interrupted = false;
-    for (Future<Long> f : blocks) {
+    for (FutureTask<Copied> f : blocks) {
       while (true) {
         try {
-          waited += f.get();
+          copied = copied.plus(f.get());
           break;
         } catch (InterruptedException e) {
           interrupted = true; // every block finishes before the slot can be given back
@@ -267,22 +289,23 @@ public final class StackFeed implements AutoCloseable {
     if (failed != null) {
       throw failed;
     }
-    return waited;
+    return copied;
   }
 
-  /** One block on a copy thread: a free pinned block, the bytes, the upload; the wait for the block. */
-  private long uploadBlock(DeviceSlot slot, DeviceBuffer dst, long off, long len, Source src) {
+  /** One block, on a copy thread or the submitting one: a free pinned block, the bytes, the upload. */
+  private Copied uploadBlock(DeviceSlot slot, DeviceBuffer dst, long off, long len, Source src) {
     long t0 = System.nanoTime();
     PinnedPool.Block b = pool.acquire();
-    long waited = System.nanoTime() - t0;
+    long t1 = System.nanoTime();
     try {
       src.copy(off, b.address(), len);
+      long t2 = System.nanoTime();
       device.makeCurrent();
       dst.copyFromHostAsync(off, b.arena, b.offset, len, slot.up);
+      return new Copied(t1 - t0, t2 - t1);
     } finally {
       pool.release(b, slot.up); // back once its copy, if queued, has run
     }
-    return waited;
   }
 
   /** The scan and the layers on the compute stream, after the slot's upload. */
@@ -354,12 +377,12 @@ public final class StackFeed implements AutoCloseable {
   // Counters and closing
 
   /** What the feed has done since it opened (a snapshot). */
-  public record Stats(long complexes, long bytesIn, long bytesOut, long gpuNanos, long waitNanos, long pinnedBytes,
-                      long deviceBytes) {}
+  public record Stats(long complexes, long bytesIn, long bytesOut, long gpuNanos, long waitNanos, long copyNanos,
+                      long pinnedBytes, long deviceBytes) {}
 
   public Stats stats() {
     return new Stats(complexes.get(), bytesIn.get(), bytesOut.get(), gpuNanos.get(), waitNanos.get(),
-        pool.totalBytes(), heldDeviceBytes());
+        copyNanos.get(), pool.totalBytes(), heldDeviceBytes());
   }
 
   /** The pinned pool (fixed size for the feed's life). */
