@@ -1,6 +1,7 @@
 package org.foldcp.ops.gpu;
 
 import java.lang.reflect.Field;
+import org.foldcp.ops.cpu.NativeHostCopy;
 import sun.misc.Unsafe;
 
 /**
@@ -8,10 +9,13 @@ import sun.misc.Unsafe;
  * addresses its bytes) and raw host memory (pinned buffers), at memcpy speed: the host data path
  * of the GPU feed moves every byte this way, once per direction, never element by element.
  *
- * <p>sun.misc.Unsafe (module jdk.unsupported, which Spark itself needs) is the only copy in Java 17
- * from an array straight into native memory without a direct ByteBuffer per call. Copies run in
- * slices of {@link #SLICE} bytes, so that a long copy lets the JVM reach a safepoint between
- * slices (one call of copyMemory is not interruptible), as Spark's Platform.copyMemory does.
+ * <p>The copy is chosen once per JVM and logged: glibc's memcpy through libfoldcp_cpu.so
+ * ({@link NativeHostCopy}) where that library loads, which is twice as fast as
+ * {@code sun.misc.Unsafe.copyMemory} on the H200 hosts for large blocks; Unsafe otherwise (module
+ * jdk.unsupported, which Spark itself needs: the only copy in Java 17 from an array straight into
+ * native memory without a direct ByteBuffer per call). Either runs in slices of {@link #SLICE}
+ * bytes, so that a long copy lets the JVM reach a safepoint (Unsafe) or collect garbage (the
+ * native copy pins an array per slice) between slices.
  */
 public final class HostCopy {
   /** Bytes per copyMemory call. */
@@ -21,11 +25,13 @@ public final class HostCopy {
   public static final long BYTE_ARRAY_OFFSET = UNSAFE.arrayBaseOffset(byte[].class);
   /** Offset of element 0 of a short[] (bf16 rows of a PairTensor, little-endian like the device's). */
   static final long SHORT_ARRAY_OFFSET = UNSAFE.arrayBaseOffset(short[].class);
+  /** True where copies go through glibc's memcpy ({@link NativeHostCopy}), decided once. */
+  private static final boolean NATIVE = chooseNative();
 
   private HostCopy() {}
 
   /** {@code bytes} of plain native memory (malloc), uninitialised; 0 when there is none. */
-  static long allocateRaw(long bytes) {
+  public static long allocateRaw(long bytes) {
     try {
       return UNSAFE.allocateMemory(bytes);
     } catch (OutOfMemoryError e) {
@@ -34,8 +40,33 @@ public final class HostCopy {
   }
 
   /** Frees memory of {@link #allocateRaw}. */
-  static void freeRaw(long address) {
+  public static void freeRaw(long address) {
     UNSAFE.freeMemory(address);
+  }
+
+  /** How host copies run in this JVM (logged once, where the choice is made). */
+  public static String describe() {
+    return NATIVE ? "glibc memcpy (libfoldcp_cpu.so)"
+        : "Unsafe.copyMemory (libfoldcp_cpu.so did not load: " + NativeHostCopy.unavailableReason() + ")";
+  }
+
+  private static boolean chooseNative() {
+    boolean yes = NativeHostCopy.unavailableReason() == null;
+    System.Logger log = System.getLogger(HostCopy.class.getName());
+    log.log(yes ? System.Logger.Level.INFO : System.Logger.Level.WARNING,
+        () -> "fold-cp host copies: " + (yes ? "glibc memcpy (libfoldcp_cpu.so)"
+            : "Unsafe.copyMemory, about half memcpy's rate for large blocks (libfoldcp_cpu.so did not load: "
+                + NativeHostCopy.unavailableReason() + ")"));
+    return yes;
+  }
+
+  private static boolean isPrimitiveArrayOrNull(Object base) {
+    return base == null || (base.getClass().isArray() && base.getClass().getComponentType().isPrimitive());
+  }
+
+  /** The Unsafe offset of element 0 of the array {@code base}, 0 for null (a raw address). */
+  private static long arrayBase(Object base) {
+    return base == null ? 0 : UNSAFE.arrayBaseOffset(base.getClass());
   }
 
   private static Unsafe unsafe() {
@@ -54,6 +85,10 @@ public final class HostCopy {
    * The caller guarantees both ranges are valid: nothing is checked here.
    */
   public static void copy(Object srcBase, long srcOffset, Object dstBase, long dstOffset, long len) {
+    if (NATIVE && isPrimitiveArrayOrNull(srcBase) && isPrimitiveArrayOrNull(dstBase)) {
+      NativeHostCopy.copy(srcBase, srcOffset - arrayBase(srcBase), dstBase, dstOffset - arrayBase(dstBase), len);
+      return;
+    }
     while (len > 0) {
       long n = Math.min(len, SLICE);
       UNSAFE.copyMemory(srcBase, srcOffset, dstBase, dstOffset, n);

@@ -4,6 +4,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.unsafe.Platform;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.gpu.feed.ComplexIn;
 import org.foldcp.spark.tiles.PairTiles;
 
@@ -115,13 +116,13 @@ final class TileRowBytes implements ComplexIn {
   @Override
   public void copyPair(long offset, long dst, long len) {
     checkRange(offset, len, pairBytes);
-    Platform.copyMemory(pairBase, pairOffset + offset, null, dst, len);
+    HostCopy.copy(pairBase, pairOffset + offset, null, dst, len);
   }
 
   @Override
   public void copyMask(long offset, long dst, long len) {
     checkRange(offset, len, mask == null ? 0 : mask.length);
-    Platform.copyMemory(mask, Platform.BYTE_ARRAY_OFFSET + offset, null, dst, len);
+    HostCopy.copy(mask, HostCopy.BYTE_ARRAY_OFFSET + offset, null, dst, len);
   }
 
   private static void checkRange(long offset, long len, long size) {

@@ -4,6 +4,7 @@ import java.nio.charset.StandardCharsets;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.unsafe.Platform;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.gpu.feed.ComplexOut;
 
 /**
@@ -129,7 +130,7 @@ final class UnsafeTileRows {
         throw new IndexOutOfBoundsException("pair bytes [" + offset + ", " + offset + " + " + len + ") of "
             + pairBytes);
       }
-      Platform.copyMemory(null, src, buffer, Platform.BYTE_ARRAY_OFFSET + pairStart + offset, len);
+      HostCopy.copy(null, src, buffer, HostCopy.BYTE_ARRAY_OFFSET + pairStart + offset, len);
     };
   }
 
