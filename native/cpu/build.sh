@@ -31,9 +31,10 @@ flags=(-O3 -fPIC -std=gnu11 -ffp-contract=off -fno-math-errno -Wall -Wextra -I"$
        -I"$java_home/include" -I"$java_home/include/linux")
 "$cc" "${flags[@]}" -mavx512f -mfma -mavx2 -c "$here/kernels_avx512.c" -o "$build_dir/kernels_avx512.o"
 "$cc" "${flags[@]}" -mavx2 -mfma -c "$here/kernels_avx2.c" -o "$build_dir/kernels_avx2.o"
+"$cc" "${flags[@]}" -mavx2 -c "$here/copy_avx2.c" -o "$build_dir/copy_avx2.o"
 "$cc" "${flags[@]}" -c "$here/cpu_jni.c" -o "$build_dir/cpu_jni.o"
 "$cc" -shared -Wl,--no-undefined -Wl,-z,noexecstack -o "$build_dir/$lib" \
-  "$build_dir/cpu_jni.o" "$build_dir/kernels_avx512.o" "$build_dir/kernels_avx2.o" -lm
+  "$build_dir/cpu_jni.o" "$build_dir/kernels_avx512.o" "$build_dir/kernels_avx2.o" "$build_dir/copy_avx2.o" -lm
 echo "$tag built $build_dir/$lib with $("$cc" --version | head -1)"
 if [[ -n "$jni_resources" ]]; then
   mkdir -p "$jni_resources/amd64/Linux"

@@ -193,14 +193,33 @@ JNIEXPORT jdouble JNICALL Java_org_foldcp_ops_cpu_NativeKernels_nFmaRate(JNIEnv 
 }
 
 /*
- * Bulk host copy for org.foldcp.ops.cpu.NativeHostCopy: glibc's memcpy, which for large blocks uses
- * wide loads and rep movsb or non-temporal stores, where Unsafe.copyMemory moves 8 bytes per
- * instruction (half the rate measured on the H200 host: docs/benchmarks.md). A base of NULL means
+ * Bulk host copy for org.foldcp.ops.cpu.NativeHostCopy: large blocks with non-temporal stores
+ * (copy_avx2.c) where the CPU has AVX2, glibc's memcpy otherwise; Unsafe.copyMemory moves 8 bytes
+ * per instruction through the cache (about half C memcpy's rate on the H200 host). A base of NULL means
  * its offset is a raw address; otherwise the base is a primitive array and the offset a byte index
  * into it. The arrays are pinned one slice at a time, so that a long copy never holds the garbage
  * collector off for more than one slice's memcpy.
  */
 #define COPY_SLICE (4L << 20)
+/* Below this a copy stays in the cache-friendly memcpy (a small block is likely read again soon). */
+#define STREAM_MIN (256L << 10)
+
+static int stream_copy(void) {
+  static int v = -1; /* decided once; a race only computes the same answer twice */
+  if (v < 0) {
+    __builtin_cpu_init();
+    v = __builtin_cpu_supports("avx2");
+  }
+  return v;
+}
+
+/* What nCopy uses for large blocks on this CPU. */
+JNIEXPORT jstring JNICALL Java_org_foldcp_ops_cpu_NativeHostCopy_nKind(JNIEnv *env, jclass cls) {
+  (void) cls;
+  return (*env)->NewStringUTF(env, stream_copy() ? "AVX2 non-temporal stores (libfoldcp_cpu.so)"
+                                                 : "glibc memcpy (libfoldcp_cpu.so)");
+}
+
 JNIEXPORT void JNICALL Java_org_foldcp_ops_cpu_NativeHostCopy_nCopy(JNIEnv *env, jclass cls, jobject src,
                                                                     jlong src_off, jobject dst, jlong dst_off,
                                                                     jlong len) {
@@ -213,7 +232,11 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_cpu_NativeHostCopy_nCopy(JNIEnv *env,
     if (dst && !d) { UNPIN(src, s, JNI_ABORT); pin_failed(env); return; }
     char *from = src ? s + src_off : (char *) (intptr_t) src_off;
     char *to = dst ? d + dst_off : (char *) (intptr_t) dst_off;
-    memcpy(to, from, (size_t) n);
+    if (n >= STREAM_MIN && stream_copy()) {
+      foldcp_copy_stream_avx2(to, from, (size_t) n);
+    } else {
+      memcpy(to, from, (size_t) n);
+    }
     UNPIN(dst, d, 0);
     UNPIN(src, s, JNI_ABORT);
     src_off += n;

@@ -2,6 +2,7 @@
 #ifndef FOLDCP_CPU_KERNELS_H
 #define FOLDCP_CPU_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct foldcp_cpu_kernels {
@@ -26,5 +27,9 @@ struct foldcp_cpu_kernels {
 
 extern const struct foldcp_cpu_kernels foldcp_cpu_kernels_avx512;
 extern const struct foldcp_cpu_kernels foldcp_cpu_kernels_avx2;
+
+/* copy_avx2.c: n bytes with non-temporal stores (AVX2), fenced; for large copies whose
+ * destination the CPU does not read soon. */
+void foldcp_copy_stream_avx2(void *dst, const void *src, size_t n);
 
 #endif

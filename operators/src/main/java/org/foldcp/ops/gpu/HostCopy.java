@@ -9,9 +9,8 @@ import sun.misc.Unsafe;
  * addresses its bytes) and raw host memory (pinned buffers), at memcpy speed: the host data path
  * of the GPU feed moves every byte this way, once per direction, never element by element.
  *
- * <p>The copy is chosen once per JVM and logged: glibc's memcpy through libfoldcp_cpu.so
- * ({@link NativeHostCopy}) where that library loads, which is twice as fast as
- * {@code sun.misc.Unsafe.copyMemory} on the H200 hosts for large blocks; Unsafe otherwise (module
+ * <p>The copy is chosen once per JVM and logged: libfoldcp_cpu.so's ({@link NativeHostCopy}:
+ * non-temporal stores for large blocks) where that library loads; Unsafe otherwise (module
  * jdk.unsupported, which Spark itself needs: the only copy in Java 17 from an array straight into
  * native memory without a direct ByteBuffer per call). Either runs in slices of {@link #SLICE}
  * bytes, so that a long copy lets the JVM reach a safepoint (Unsafe) or collect garbage (the
@@ -46,7 +45,7 @@ public final class HostCopy {
 
   /** How host copies run in this JVM (logged once, where the choice is made). */
   public static String describe() {
-    return NATIVE ? "glibc memcpy (libfoldcp_cpu.so)"
+    return NATIVE ? NativeHostCopy.kind()
         : "Unsafe.copyMemory (libfoldcp_cpu.so did not load: " + NativeHostCopy.unavailableReason() + ")";
   }
 
@@ -54,7 +53,7 @@ public final class HostCopy {
     boolean yes = NativeHostCopy.unavailableReason() == null;
     System.Logger log = System.getLogger(HostCopy.class.getName());
     log.log(yes ? System.Logger.Level.INFO : System.Logger.Level.WARNING,
-        () -> "fold-cp host copies: " + (yes ? "glibc memcpy (libfoldcp_cpu.so)"
+        () -> "fold-cp host copies: " + (yes ? NativeHostCopy.kind()
             : "Unsafe.copyMemory, about half memcpy's rate for large blocks (libfoldcp_cpu.so did not load: "
                 + NativeHostCopy.unavailableReason() + ")"));
     return yes;
