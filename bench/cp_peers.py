@@ -20,7 +20,7 @@ tiles; for ours the plan's symmetric-heap bytes plus the tiles.
 
 The tiles: grid cp0 x cp1 over N_t x N_t tokens, N_t the smallest multiple of 8 cp0 and 8 cp1 that
 holds N; rank r holds tile (r // cp1, r % cp1) (the layout of foldcp_cp.h). The baseline runs the
-same formulation as bench/torch_peers.py (DESIGN.md section 1, einsum, bf16) on the same tiles:
+same formulation as bench/torch_peers.py (docs/design.md section 1, einsum, bf16) on the same tiles:
 stage 1 on the token tile, all_to_all of a and b to D / cp channels per rank over the whole grid
 (the permutes that assemble the grid are part of it), the triangle einsum on those channels,
 all_to_all of z back to the token tiles, stage 3 on the tile.

@@ -5,7 +5,7 @@ Protocol (BENCHMARKS.md): same inputs for every arm (fresh random bf16 x, a mask
 random weights), each arm checked against a float64 reference at a small shape first, warm-up,
 then >= 10 timed iterations per arm with CUDA events, arms interleaved and their order rotated
 every iteration, median reported; peak GPU memory per arm; out-of-memory reported as status oom.
-The peer formulation is DESIGN.md section 1 written with einsum, in bf16 (weights bf16 too).
+The peer formulation is docs/design.md section 1 written with einsum, in bf16 (weights bf16 too).
 
 Usage: python3 bench/torch_peers.py --lib native/build/libfoldcp_native.so [--csv out.csv]
            [--shapes "1,1024,128;1,2048,128"] [--compile-max-n 2048] [--iters 10] [--no-compile]

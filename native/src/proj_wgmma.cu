@@ -384,7 +384,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
     // (row (tid_wg + 128 it) / 8, channel row % 32); the chunk loop advances them by 32 channels.
     // With one owner (one GPU; or a CP rank that owns every channel of this launch) the rows are
     // a[0] / b[0] planes: two pointers for the chunk and one plane stride, advanced per chunk,
-    // replace the per-row owner arithmetic (186 instructions per chunk and warp, ncu 2026-12-01).
+    // replace the per-row owner arithmetic (186 instructions per chunk and warp in ncu).
     int own_rank[4], own_chan[4];
     bf16_raw *pa = nullptr, *pb = nullptr;
     if (one_owner) {
@@ -456,7 +456,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       // group gi of 8 channels the gated values form four 8 x 8 mma fragments (a and b, tokens
       // g and g + 8), which one stmatrix.trans writes as 8-token rows of one channel: the 8 rows
       // of a matrix land in 8 different bank groups. (The 2-byte stores this replaced made the
-      // epilogue issue-bound: 972 instructions per chunk and warp, ncu 2026-12-01.)
+      // epilogue issue-bound: 972 instructions per chunk and warp in ncu.)
       bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
 #pragma unroll
       for (int gi = 0; gi < 4; ++gi) {
@@ -786,7 +786,7 @@ __global__ void __launch_bounds__(pw::THREADS, 1)
       // jj: the 8 rows of one load fall in 8 bank groups), read before the turn wait. The tile's x
       // buffer is therefore held until the tile's last chunk. (Read again from global memory, 4
       // bytes over 8 rows per load instruction, it was the largest epilogue stall and half of the
-      // L1 wavefronts, ncu 2026-12-01.)
+      // L1 wavefronts in ncu.)
       const uint32_t xj = s_x + buf * C::XBYTES + (uint32_t)j * KB_BYTES;  // k-block j of the tile's x
       const int wrow = 64 * cw + 16 * warp;                                 // the warp's 16 tokens
       auto xres_addr = [&](int jj, int h) { return swz128(xj, wrow + g + 8 * h, jj) + 4u * (uint32_t)t4; };
@@ -1008,16 +1008,6 @@ cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const bf16_raw*
 
 #define FOLDCP_WGMMA_FOR_EACH_D(X) X(32) X(64) X(96) X(128) X(160) X(192) X(224) X(256)
 
-bool proj_wgmma_supported(int dim) {
-  switch (dim) {
-#define CASE(d) case d:
-    FOLDCP_WGMMA_FOR_EACH_D(CASE)
-#undef CASE
-    return true;
-    default:
-      return false;
-  }
-}
 
 cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
                                     const AbTarget& t, int64_t B, cudaStream_t s) {

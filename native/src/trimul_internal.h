@@ -160,15 +160,13 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
                                  int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
 // Stages 1 and 3 run the wgmma kernels of proj_wgmma.cu (launch_proj_in / launch_proj_out call
 // them); the mma.sync kernels of proj_kernels.cu (launch_proj_in_to / launch_proj_out_tile) are
-// their fallback for inputs TMA cannot address. A second mma.sync version (A operands in
-// registers) lost to wgmma everywhere on the H200 (2026-12-01) and was deleted.
+// their fallback for inputs TMA cannot address.
 cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream_t s);
-// Stages 1 and 3 on wgmma + TMA (proj_wgmma.cu; issue 10, not on the default path yet): the same
-// arguments and outputs as launch_proj_in_to / launch_proj_out_tile (proj_kernels.cu), up to the
-// fp32 summation order. Every D of the library (multiples of 32 in [32, 256]) has a wgmma
-// version (proj_wgmma_supported); inputs the TMA path cannot take (x not 16-byte aligned, empty
-// or over-int grids) go to the mma.sync kernel inside these functions.
-bool proj_wgmma_supported(int dim);
+// Stages 1 and 3 on wgmma + TMA (proj_wgmma.cu): the same arguments and outputs as
+// launch_proj_in_to / launch_proj_out_tile (proj_kernels.cu), up to the fp32 summation order.
+// Every D of the library (multiples of 32 in [32, 256]) has a wgmma version; inputs the TMA path
+// cannot take (x not 16-byte aligned, empty or over-int grids) go to the mma.sync kernel inside
+// these functions.
 cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
                                     const AbTarget& t, int64_t B, cudaStream_t s);
 cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,

@@ -48,7 +48,7 @@ public final class ExecutorConf {
     }
     SparkConf source = env.conf();
     // updateAndGet, not get-then-set: two tasks starting at once would otherwise each install their
-    // own copy, and a task could see two different confs (ExecutorConfTest caught it on CI). A
+    // own copy, and a task could see two different confs (ExecutorConfTest checks it). A
     // racing validation may run twice, but every caller returns the one that was installed.
     return LAST.updateAndGet(l -> l != null && l.source() == source ? l
         : new Validated(source, FoldCpConf.from(source))).conf();
