@@ -15,6 +15,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
+import org.foldcp.ops.EditDistance;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.layer.LayerWeights;
 import org.foldcp.ops.layer.WeightTensor;
@@ -292,7 +293,7 @@ public final class SafeTensors {
     }
     Map<String, Integer> distance = new LinkedHashMap<>();
     for (String c : candidates) {
-      distance.put(c, editDistance(c, prefix));
+      distance.put(c, EditDistance.between(c, prefix));
     }
     candidates.sort(Comparator.comparing(distance::get));
     return InvalidInputException.of("key prefix", "'" + prefix + "'",
@@ -311,25 +312,5 @@ public final class SafeTensors {
       sb.append(" and ").append(items.size() - limit).append(" more");
     }
     return sb.toString();
-  }
-
-  /** Levenshtein distance: one typo in a 40-character prefix should rank its target first. */
-  private static int editDistance(String a, String b) {
-    int[] prev = new int[b.length() + 1];
-    int[] cur = new int[b.length() + 1];
-    for (int j = 0; j <= b.length(); j++) {
-      prev[j] = j;
-    }
-    for (int i = 1; i <= a.length(); i++) {
-      cur[0] = i;
-      for (int j = 1; j <= b.length(); j++) {
-        int sub = prev[j - 1] + (a.charAt(i - 1) == b.charAt(j - 1) ? 0 : 1);
-        cur[j] = Math.min(sub, Math.min(prev[j], cur[j - 1]) + 1);
-      }
-      int[] t = prev;
-      prev = cur;
-      cur = t;
-    }
-    return prev[b.length()];
   }
 }

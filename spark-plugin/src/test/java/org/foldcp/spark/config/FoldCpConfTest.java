@@ -236,15 +236,6 @@ class FoldCpConfTest {
     assertTrue(d.contains("spark.foldcp.grid='' (default)"), d);
   }
 
-  @Test
-  void editDistanceCountsASwapAsOneEdit() {
-    assertEquals(0, Spelling.editDistance("cp", "cp"));
-    assertEquals(1, Spelling.editDistance("cpp", "cp"));
-    assertEquals(1, Spelling.editDistance("grdi", "grid"));
-    assertEquals(3, Spelling.editDistance("kitten", "sitting"));
-    assertEquals(4, Spelling.editDistance("", "grid"));
-  }
-
   @ParameterizedTest
   @CsvSource({
       "spark.foldcp.cpp, spark.foldcp.cp",
