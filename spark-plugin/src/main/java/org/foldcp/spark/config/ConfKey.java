@@ -5,7 +5,8 @@ import java.util.Objects;
 /**
  * One {@code spark.foldcp.*} setting: its name, the values it accepts, its default and what it
  * means. Parsing goes through the key so that every error names the key, the bad value and the
- * rule, in the project's {@code "what = value: rule"} form.
+ * rule, in the project's {@code "what = value: rule"} form. {@link FoldCpConf} declares each key
+ * once, as a constant that its {@code register} helper also lists in {@link FoldCpConf#KEYS}.
  *
  * @param <T> the type the setting parses to
  */

@@ -1,8 +1,11 @@
 package org.foldcp.spark.config;
 
+import java.io.InvalidObjectException;
+import java.io.ObjectInputStream;
 import java.io.Serializable;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -25,6 +28,11 @@ import scala.Tuple2;
  * defaults and meaning ({@link #KEYS}, rendered into README.md by {@link #markdownTable()}), and
  * a validated, typed view of one configuration.
  *
+ * <p>Each key is declared once, as a {@link ConfKey} constant made by {@code register}, which
+ * carries its name, accepted values, default, meaning and parser and adds it to {@link #KEYS}; a
+ * configuration's value of a key is read with {@link #get(ConfKey)}, e.g. {@code
+ * conf.get(FoldCpConf.ROUTE)}. The few getters here compute something from the keys.
+ *
  * <p>A FoldCpConf that exists is valid: construction parses every key, rejects keys under
  * {@code spark.foldcp.} that are not listed here (a typo must not silently fall back to a
  * default), and checks the keys against each other. Errors name the key, the value and the rule.
@@ -34,6 +42,13 @@ public final class FoldCpConf implements Serializable {
 
   /** The namespace of every fold-cp key. */
   public static final String PREFIX = "spark.foldcp.";
+
+  // Filled by register() as each key constant is initialised, so no key can be left out of them.
+  private static final List<ConfKey<?>> REGISTERED = new ArrayList<>();
+  private static final Map<String, ConfKey<?>> BY_NAME = new LinkedHashMap<>();
+
+  /** Every key, in declaration order: the order of the README table and of {@link #asMap()}. */
+  public static final List<ConfKey<?>> KEYS = Collections.unmodifiableList(REGISTERED);
 
   /** How TriMul layers run over a DataFrame of complexes. */
   public enum Route {
@@ -73,7 +88,7 @@ public final class FoldCpConf implements Serializable {
     }
   }
 
-  public static final ConfKey<Route> ROUTE = new ConfKey<>(PREFIX + "route",
+  public static final ConfKey<Route> ROUTE = register("route",
       "one of auto, cpu, gpu, barrier, shuffle", "auto",
       "How TriMul layers run: auto picks from cp and the executors' GPUs, cpu forces the CPU backend,"
           + " gpu the GPU backend (with cp > 1 a barrier team of GPU ranks), barrier a CP team of cp executors"
@@ -81,41 +96,41 @@ public final class FoldCpConf implements Serializable {
           + " through Spark shuffles.",
       ValueParsers.anyCaseEnum(Route.class));
 
-  public static final ConfKey<Integer> CP = new ConfKey<>(PREFIX + "cp",
+  public static final ConfKey<Integer> CP = register("cp",
       "an integer >= 1", "1",
       "Context-parallel ranks per complex (executors that hold one pair tensor together);"
           + " D must be divisible by cp.",
       ValueParsers.intAtLeast(1));
 
-  public static final ConfKey<Optional<CpGrid>> GRID = new ConfKey<>(PREFIX + "grid",
+  public static final ConfKey<Optional<CpGrid>> GRID = register("grid",
       "empty or cp0xcp1 with cp0, cp1 >= 1, e.g. 2x2 (a bare n means nx1)", "",
       "Shape of the CP grid, cp0 row groups by cp1 column groups, with cp0 * cp1 = cp;"
           + " empty means 1-D (cp row bands, cp x 1).",
       FoldCpConf::parseGrid);
 
-  public static final ConfKey<Integer> CPU_THREADS = new ConfKey<>(PREFIX + "cpu.threads",
+  public static final ConfKey<Integer> CPU_THREADS = register("cpu.threads",
       "an integer >= 0", "0",
       "Threads a task uses on the CPU backend; 0 means spark.task.cpus.",
       ValueParsers.intAtLeast(0));
 
-  public static final ConfKey<Integer> BARRIER_TIMEOUT_SECONDS = new ConfKey<>(PREFIX + "barrier.timeoutSeconds",
+  public static final ConfKey<Integer> BARRIER_TIMEOUT_SECONDS = register("barrier.timeoutSeconds",
       "an integer >= 1", "300",
       "Seconds a barrier-stage rank waits for its peers (team formation, allGather) before it fails"
           + " the stage instead of hanging.",
       ValueParsers.intAtLeast(1));
 
-  public static final ConfKey<Integer> CONNECT_TIMEOUT_MS = new ConfKey<>(PREFIX + "transport.connectTimeoutMs",
+  public static final ConfKey<Integer> CONNECT_TIMEOUT_MS = register("transport.connectTimeoutMs",
       "an integer >= 1", "30000",
       "Milliseconds a rank waits to connect to a peer executor before it fails.",
       ValueParsers.intAtLeast(1));
 
-  public static final ConfKey<Boolean> GPU_ENABLED = new ConfKey<>(PREFIX + "gpu.enabled",
+  public static final ConfKey<Boolean> GPU_ENABLED = register("gpu.enabled",
       "true or false", "true",
       "Whether executors use the GPU Spark assigned them; false keeps every task on the CPU"
           + " (and makes route gpu an error).",
       ValueParsers.bool());
 
-  public static final ConfKey<Integer> GPU_CONCURRENT_TASKS = new ConfKey<>(PREFIX + "gpu.concurrentTasks",
+  public static final ConfKey<Integer> GPU_CONCURRENT_TASKS = register("gpu.concurrentTasks",
       "an integer >= 1", "1",
       "Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context, layer"
           + " cache and GPU feed (pinned pool, streams, device slots), and further tasks wait (fair, in arrival order)"
@@ -124,7 +139,7 @@ public final class FoldCpConf implements Serializable {
           + " benchmark's 16 on a 16-core host) is the setting to try.",
       ValueParsers.intAtLeast(1));
 
-  public static final ConfKey<Long> GPU_PINNED_POOL_BYTES = new ConfKey<>(PREFIX + "gpu.pinnedPoolBytes",
+  public static final ConfKey<Long> GPU_PINNED_POOL_BYTES = register("gpu.pinnedPoolBytes",
       "a byte count >= 32m with an optional suffix k, m, g, t (powers of 1024), e.g. 2g", "1g",
       "Pinned (page-locked) host memory each executor allocates once for its GPU, in blocks of 16 MiB: every byte"
           + " of a complex moves between Spark's rows and the GPU through it with bulk copies, the uploads, kernels and"
@@ -134,7 +149,7 @@ public final class FoldCpConf implements Serializable {
           + " output skip the copy. Fixed for the executor's life; a complex larger than the pool streams through it.",
       ValueParsers.byteSizeAtLeast(32L << 20));
 
-  public static final ConfKey<Integer> GPU_DEVICE_SLOTS = new ConfKey<>(PREFIX + "gpu.deviceSlots",
+  public static final ConfKey<Integer> GPU_DEVICE_SLOTS = register("gpu.deviceSlots",
       "an integer >= 2", "4",
       "Complexes an executor's GPU holds at once between upload and download (each slot grows to the largest complex"
           + " it held): at least 3 keep an upload, the kernels and a download busy together; more let several tasks"
@@ -142,7 +157,7 @@ public final class FoldCpConf implements Serializable {
           + " in channel groups where needed.",
       ValueParsers.intAtLeast(2));
 
-  public static final ConfKey<Integer> GPU_COPY_THREADS = new ConfKey<>(PREFIX + "gpu.copyThreads",
+  public static final ConfKey<Integer> GPU_COPY_THREADS = register("gpu.copyThreads",
       "an integer in [1, 256]", "8",
       "Threads of each executor that copy complexes from Spark's rows into the pinned pool, 16 MiB blocks in the"
           + " order the complexes came, each block uploaded as soon as it is copied: one complex's copy runs on all of"
@@ -150,7 +165,7 @@ public final class FoldCpConf implements Serializable {
           + " GB/s on a 16-core H200 host).",
       ValueParsers.intIn(1, 256));
 
-  public static final ConfKey<Transport> CP_TRANSPORT = new ConfKey<>(PREFIX + "cp.transport",
+  public static final ConfKey<Transport> CP_TRANSPORT = register("cp.transport",
       "one of auto, tcp, nvshmem", "auto",
       "How the cp ranks of the barrier route exchange the reshards: tcp runs the ranks on the CPU over a TCP"
           + " mesh; nvshmem runs them on their executors' GPUs as one NVSHMEM team, the reshards fused into the"
@@ -158,46 +173,46 @@ public final class FoldCpConf implements Serializable {
           + " have GPUs (route gpu, or executors given a GPU resource, outside local mode) and tcp otherwise.",
       ValueParsers.anyCaseEnum(Transport.class));
 
-  public static final ConfKey<String> NVSHMEM_HOME = new ConfKey<>(PREFIX + "nvshmem.home",
+  public static final ConfKey<String> NVSHMEM_HOME = register("nvshmem.home",
       "empty or an absolute path", "",
       "Folder on the executors holding NVSHMEM's lib/libnvshmem_host.so.3 (NVSHMEM 3, CUDA 13); empty searches"
           + " NVSHMEM_HOME, the pip wheel nvidia-nvshmem-cu13 and java.library.path.",
       ValueParsers.emptyOrAbsolutePath());
 
-  public static final ConfKey<Long> NVSHMEM_HEAP_BYTES = new ConfKey<>(PREFIX + "nvshmem.heapBytes",
+  public static final ConfKey<Long> NVSHMEM_HEAP_BYTES = register("nvshmem.heapBytes",
       "a byte count >= 64m with an optional suffix k, m, g, t (powers of 1024), e.g. 16g", "16g",
       "NVSHMEM symmetric heap each GPU rank reserves when its team forms, fixed for the executor's life;"
           + " a stack whose buffers do not fit fails naming the bytes it needs.",
       ValueParsers.byteSizeAtLeast(64L << 20));
 
-  public static final ConfKey<StoreRoute> NVSHMEM_STORE_ROUTE = new ConfKey<>(
-      PREFIX + "nvshmem.storeRoute", "one of auto, peer, put", "auto",
+  public static final ConfKey<StoreRoute> NVSHMEM_STORE_ROUTE = register("nvshmem.storeRoute",
+      "one of auto, peer, put", "auto",
       "How the fused reshards reach the other GPU ranks: peer stores through NVSHMEM peer pointers (NVLink"
           + " within a node, or ranks sharing a GPU), put through device-initiated puts (ranks on other nodes);"
           + " auto takes peer when every rank reaches every other by pointer, else put. Decided once per stack,"
           + " the same on every rank.",
       ValueParsers.anyCaseEnum(StoreRoute.class));
 
-  public static final ConfKey<Reshard> NVSHMEM_RESHARD = new ConfKey<>(
-      PREFIX + "nvshmem.reshard", "one of fused, unfused", "fused",
+  public static final ConfKey<Reshard> NVSHMEM_RESHARD = register("nvshmem.reshard",
+      "one of fused, unfused", "fused",
       "How the GPU team's two reshards run: fused into the GEMM epilogues' stores, or unfused (the kernels store"
           + " locally, then a separate all-to-all moves the data: the reference that shows what fusion buys;"
           + " the outputs are the same bits). Decided once per stack, the same on every rank.",
       ValueParsers.anyCaseEnum(Reshard.class));
 
-  public static final ConfKey<Integer> WEIGHTS_CACHE_ENTRIES = new ConfKey<>(PREFIX + "weights.cacheEntries",
+  public static final ConfKey<Integer> WEIGHTS_CACHE_ENTRIES = register("weights.cacheEntries",
       "an integer >= 0", "8",
       "Decoded layer weights an executor keeps for reuse by later tasks; 0 disables the cache.",
       ValueParsers.intAtLeast(0));
 
-  public static final ConfKey<Boolean> INPUT_ALLOW_NON_FINITE = new ConfKey<>(PREFIX + "input.allowNonFinite",
+  public static final ConfKey<Boolean> INPUT_ALLOW_NON_FINITE = register("input.allowNonFinite",
       "true or false", "false",
       "Whether pair tensors holding NaN or Inf may go through TriMul. false (the default) fails the job where the"
           + " data enters (every route and foldcp_trimul), naming the complex, the first (b, i, j, c) and the count,"
           + " since one such value spreads into almost every output; true skips the check (outputs may be NaN).",
       ValueParsers.bool());
 
-  public static final ConfKey<MetricsLevel> METRICS_LEVEL = new ConfKey<>(PREFIX + "metrics.level",
+  public static final ConfKey<MetricsLevel> METRICS_LEVEL = register("metrics.level",
       "one of essential, moderate, debug", "essential",
       "SQL metrics of the TriMul operator (Spark UI, explain(\"cost\")): essential keeps Spark's numOutputRows and"
           + " opTime (compute plus reshard time); moderate adds tiles computed, tiles on a GPU, the pair and reshard"
@@ -207,63 +222,39 @@ public final class FoldCpConf implements Serializable {
           + " not the overlapped GPU feed).",
       ValueParsers.anyCaseEnum(MetricsLevel.class));
 
-  /** Every key, in the order of the README table and of {@link #asMap()}. */
-  public static final List<ConfKey<?>> KEYS = List.of(ROUTE, CP, GRID, CPU_THREADS, BARRIER_TIMEOUT_SECONDS,
-      CONNECT_TIMEOUT_MS, GPU_ENABLED, GPU_CONCURRENT_TASKS, GPU_PINNED_POOL_BYTES, GPU_DEVICE_SLOTS, GPU_COPY_THREADS, CP_TRANSPORT, NVSHMEM_HOME, NVSHMEM_HEAP_BYTES,
-      NVSHMEM_STORE_ROUTE, NVSHMEM_RESHARD, WEIGHTS_CACHE_ENTRIES, INPUT_ALLOW_NON_FINITE, METRICS_LEVEL);
-
-  private static final Map<String, ConfKey<?>> BY_NAME = KEYS.stream()
-      .collect(Collectors.toUnmodifiableMap(ConfKey::name, k -> k));
+  /** Declares the key {@code PREFIX + suffix} and adds it to {@link #KEYS}. */
+  private static <T> ConfKey<T> register(String suffix, String values, String defaultValue, String doc,
+                                         ConfKey.Parser<T> parser) {
+    ConfKey<T> key = new ConfKey<>(PREFIX + suffix, values, defaultValue, doc, parser);
+    if (BY_NAME.putIfAbsent(key.name(), key) != null) {
+      throw new IllegalStateException("declared twice: " + key.name());
+    }
+    REGISTERED.add(key);
+    return key;
+  }
 
   private final Map<String, String> settings; // every key, KEYS order: the given value or the default
   private final Set<String> given;            // keys set explicitly
-  private final Route route;
-  private final int cp;
+  private final Map<ConfKey<?>, Object> values; // every key's parsed setting; identity keys: one object per key
   private final CpGrid grid;
-  private final int cpuThreads;
-  private final int barrierTimeoutSeconds;
-  private final int connectTimeoutMs;
-  private final boolean gpuEnabled;
-  private final int gpuConcurrentTasks;
-  private final long gpuPinnedPoolBytes;
-  private final int gpuDeviceSlots;
-  private final int gpuCopyThreads;
-  private final Transport transport;
-  private final String nvshmemHome;
-  private final long nvshmemHeapBytes;
-  private final StoreRoute storeRoute;
-  private final Reshard reshard;
-  private final int weightsCacheEntries;
-  private final boolean allowNonFinite;
-  private final MetricsLevel metricsLevel;
 
   private FoldCpConf(Map<String, String> givenSettings) {
     Map<String, String> all = new LinkedHashMap<>();
+    Map<ConfKey<?>, Object> parsed = new IdentityHashMap<>();
     for (ConfKey<?> k : KEYS) {
       String raw = givenSettings.get(k.name());
-      all.put(k.name(), raw == null ? k.defaultValue() : raw.trim());
+      String setting = raw == null ? k.defaultValue() : raw.trim();
+      all.put(k.name(), setting);
+      parsed.put(k, k.parse(setting));
     }
     this.settings = Collections.unmodifiableMap(all);
     this.given = Collections.unmodifiableSet(new LinkedHashSet<>(givenSettings.keySet()));
-    this.route = ROUTE.parse(all.get(ROUTE.name()));
-    this.cp = CP.parse(all.get(CP.name()));
-    Optional<CpGrid> explicitGrid = GRID.parse(all.get(GRID.name()));
-    this.cpuThreads = CPU_THREADS.parse(all.get(CPU_THREADS.name()));
-    this.barrierTimeoutSeconds = BARRIER_TIMEOUT_SECONDS.parse(all.get(BARRIER_TIMEOUT_SECONDS.name()));
-    this.connectTimeoutMs = CONNECT_TIMEOUT_MS.parse(all.get(CONNECT_TIMEOUT_MS.name()));
-    this.gpuEnabled = GPU_ENABLED.parse(all.get(GPU_ENABLED.name()));
-    this.gpuConcurrentTasks = GPU_CONCURRENT_TASKS.parse(all.get(GPU_CONCURRENT_TASKS.name()));
-    this.gpuPinnedPoolBytes = GPU_PINNED_POOL_BYTES.parse(all.get(GPU_PINNED_POOL_BYTES.name()));
-    this.gpuDeviceSlots = GPU_DEVICE_SLOTS.parse(all.get(GPU_DEVICE_SLOTS.name()));
-    this.gpuCopyThreads = GPU_COPY_THREADS.parse(all.get(GPU_COPY_THREADS.name()));
-    this.transport = CP_TRANSPORT.parse(all.get(CP_TRANSPORT.name()));
-    this.nvshmemHome = NVSHMEM_HOME.parse(all.get(NVSHMEM_HOME.name()));
-    this.nvshmemHeapBytes = NVSHMEM_HEAP_BYTES.parse(all.get(NVSHMEM_HEAP_BYTES.name()));
-    this.storeRoute = NVSHMEM_STORE_ROUTE.parse(all.get(NVSHMEM_STORE_ROUTE.name()));
-    this.reshard = NVSHMEM_RESHARD.parse(all.get(NVSHMEM_RESHARD.name()));
-    this.weightsCacheEntries = WEIGHTS_CACHE_ENTRIES.parse(all.get(WEIGHTS_CACHE_ENTRIES.name()));
-    this.allowNonFinite = INPUT_ALLOW_NON_FINITE.parse(all.get(INPUT_ALLOW_NON_FINITE.name()));
-    this.metricsLevel = METRICS_LEVEL.parse(all.get(METRICS_LEVEL.name()));
+    this.values = Collections.unmodifiableMap(parsed);
+    Route route = get(ROUTE);
+    int cp = get(CP);
+    Optional<CpGrid> explicitGrid = get(GRID);
+    boolean gpuEnabled = get(GPU_ENABLED);
+    Transport transport = get(CP_TRANSPORT);
 
     // Cross-key rules, checked here so that no route has to repeat them.
     if (explicitGrid.isPresent() && explicitGrid.get().size() != cp) {
@@ -356,58 +347,42 @@ public final class FoldCpConf implements Serializable {
     }
   }
 
-  public Route route() { return route; }
-
-  public int cp() { return cp; }
+  /**
+   * The validated value of {@code key} in this configuration (the given setting or the default).
+   *
+   * @throws IllegalArgumentException for a key not in {@link #KEYS}
+   */
+  public <T> T get(ConfKey<T> key) {
+    Object value = values.get(key);
+    if (value == null) {
+      throw new IllegalArgumentException(key.name() + " is not one of FoldCpConf.KEYS");
+    }
+    @SuppressWarnings("unchecked") // the constructor stored key.parse(...) under key, a T
+    T typed = (T) value;
+    return typed;
+  }
 
   /** The CP grid: the configured one, or cp x 1 when {@link #GRID} is empty. */
   public CpGrid grid() { return grid; }
 
-  /** The configured thread count, 0 meaning spark.task.cpus; see {@link #cpuThreadsPerTask(int)}. */
-  public int cpuThreads() { return cpuThreads; }
-
-  /** Threads a task uses on the CPU backend, given spark.task.cpus. */
+  /** Threads a task uses on the CPU backend, given spark.task.cpus ({@link #CPU_THREADS} 0 means those). */
   public int cpuThreadsPerTask(int taskCpus) {
     InvalidInputException.require(taskCpus >= 1, "spark.task.cpus", taskCpus, "must be an integer >= 1");
+    int cpuThreads = get(CPU_THREADS);
     return cpuThreads == 0 ? taskCpus : cpuThreads;
   }
 
-  public int barrierTimeoutSeconds() { return barrierTimeoutSeconds; }
-
-  public int connectTimeoutMs() { return connectTimeoutMs; }
-
-  public boolean gpuEnabled() { return gpuEnabled; }
-
-  /** Permits of an executor's GPU: how many of its tasks may hold it at once. */
-  public int gpuConcurrentTasks() { return gpuConcurrentTasks; }
-
-  /** The sizes of each executor's GPU feed: its pinned pool and device slots. */
+  /** The sizes of each executor's GPU feed: its pinned pool, device slots and copy threads. */
   public FeedSettings feedSettings() {
-    return new FeedSettings(gpuPinnedPoolBytes, FeedSettings.DEFAULT_BLOCK_BYTES, gpuDeviceSlots, gpuCopyThreads);
+    return new FeedSettings(get(GPU_PINNED_POOL_BYTES), FeedSettings.DEFAULT_BLOCK_BYTES, get(GPU_DEVICE_SLOTS),
+        get(GPU_COPY_THREADS));
   }
 
-  /** The configured transport of barrier teams (auto is resolved when a route is planned). */
-  public Transport transport() { return transport; }
-
   /** The configured NVSHMEM folder, or null to search (see {@link #NVSHMEM_HOME}). */
-  public String nvshmemHome() { return nvshmemHome.isEmpty() ? null : nvshmemHome; }
-
-  /** The NVSHMEM symmetric heap per GPU rank, in bytes. */
-  public long nvshmemHeapBytes() { return nvshmemHeapBytes; }
-
-  /** The requested store route of the GPU team's fused reshards. */
-  public StoreRoute storeRoute() { return storeRoute; }
-
-  /** Whether the GPU team's reshards are fused into the epilogues or a separate all-to-all. */
-  public Reshard reshard() { return reshard; }
-
-  public int weightsCacheEntries() { return weightsCacheEntries; }
-
-  /** Whether pair tensors holding NaN or Inf may go through (see {@link #INPUT_ALLOW_NON_FINITE}). */
-  public boolean allowNonFinite() { return allowNonFinite; }
-
-  /** Which SQL metrics the TriMul operator keeps (see {@link #METRICS_LEVEL}). */
-  public MetricsLevel metricsLevel() { return metricsLevel; }
+  public String nvshmemHome() {
+    String home = get(NVSHMEM_HOME);
+    return home.isEmpty() ? null : home;
+  }
 
   /** Whether {@code key} was set explicitly rather than left at its default. */
   public boolean isSet(ConfKey<?> key) {
@@ -441,6 +416,38 @@ public final class FoldCpConf implements Serializable {
   @Override
   public String toString() {
     return "FoldCpConf(" + describe() + ")";
+  }
+
+  /**
+   * Java serialization writes the explicitly given settings only and reads them back through the
+   * constructor, so a deserialized FoldCpConf is validated like any other and its values are keyed
+   * by this JVM's {@link ConfKey} objects (which, holding parsers, are not serializable).
+   */
+  private Object writeReplace() {
+    LinkedHashMap<String, String> givenSettings = new LinkedHashMap<>();
+    for (String key : given) {
+      givenSettings.put(key, settings.get(key));
+    }
+    return new SerializedForm(givenSettings);
+  }
+
+  private void readObject(ObjectInputStream in) throws InvalidObjectException {
+    throw new InvalidObjectException("a FoldCpConf is read through its SerializedForm");
+  }
+
+  /** What {@link #writeReplace()} writes: the given settings, by key name. */
+  private static final class SerializedForm implements Serializable {
+    private static final long serialVersionUID = 1L;
+
+    private final LinkedHashMap<String, String> givenSettings;
+
+    SerializedForm(LinkedHashMap<String, String> givenSettings) {
+      this.givenSettings = givenSettings;
+    }
+
+    private Object readResolve() {
+      return new FoldCpConf(givenSettings);
+    }
   }
 
   /** The keys as a Markdown table (key | default | meaning), as README.md shows it. */

@@ -109,12 +109,12 @@ public final class ExecutorState implements AutoCloseable {
   /**
    * This executor's GPU on {@code ordinal} (its bound device; in local mode, where the executor
    * plugin gets no resources, the driver's), made at the first call and opened at the first
-   * borrow, lent to {@link FoldCpConf#gpuConcurrentTasks()} tasks at a time.
+   * borrow, lent to {@link FoldCpConf#GPU_CONCURRENT_TASKS} tasks at a time.
    *
    * @throws IllegalStateException after the executor shut down
    */
   public ExecutorGpu gpu(int ordinal) {
-    return gpus.device(ordinal, conf.gpuConcurrentTasks(), conf.feedSettings());
+    return gpus.device(ordinal, conf.get(FoldCpConf.GPU_CONCURRENT_TASKS), conf.feedSettings());
   }
 
   /**
@@ -161,7 +161,8 @@ public final class ExecutorState implements AutoCloseable {
 
   @Override
   public String toString() {
-    String gpu = hasDevice() ? "GPU " + deviceOrdinal + " " + ExecutorGpu.lending(conf.gpuConcurrentTasks()) : "no GPU";
+    String gpu = hasDevice()
+        ? "GPU " + deviceOrdinal + " " + ExecutorGpu.lending(conf.get(FoldCpConf.GPU_CONCURRENT_TASKS)) : "no GPU";
     String team = nvshmemTeam().map(t -> ", NVSHMEM " + describe(t)).orElse("");
     return "ExecutorState(executor " + executorId + ", " + gpu + ", " + cpuThreadsPerTask() + " CPU threads per task"
         + team + ")";

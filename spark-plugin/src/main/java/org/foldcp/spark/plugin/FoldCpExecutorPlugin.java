@@ -84,13 +84,13 @@ final class FoldCpExecutorPlugin implements ExecutorPlugin {
     executorId = ctx.executorID();
     FoldCpConf conf = FoldCpConf.from(extraConf);
     Map<String, ResourceInformation> resources = ctx.resources() == null ? Map.of() : ctx.resources();
-    int device = GpuBinding.deviceOrdinal(resources, conf.gpuEnabled(), ctx.executorID());
+    int device = GpuBinding.deviceOrdinal(resources, conf.get(FoldCpConf.GPU_ENABLED), ctx.executorID());
     int taskCpus = ctx.conf().getInt("spark.task.cpus", 1);
     state = ExecutorState.bind(ctx.executorID(), conf, device, taskCpus, gpusOf.apply(ctx.executorID()));
     // Not ctx.hostname(): during executor start-up the RPC address it reads is not set yet, and
     // the call throws, which killed every executor on a real cluster (found by cluster-tests).
     LOG.info("fold-cp executor {} on {}: {}{}", ctx.executorID(), localHost(), state,
-        !conf.gpuEnabled() && resources.containsKey(GpuBinding.GPU_RESOURCE)
+        !conf.get(FoldCpConf.GPU_ENABLED) && resources.containsKey(GpuBinding.GPU_RESOURCE)
             ? " (its GPU is left unused: " + FoldCpConf.GPU_ENABLED.name() + " = false)" : "");
   }
 

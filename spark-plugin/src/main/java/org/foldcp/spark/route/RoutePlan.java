@@ -42,10 +42,10 @@ public final class RoutePlan implements Serializable {
      * usable. The one rule for the single route and for rows of foldcp_trimul.
      */
     public static Backend of(FoldCpConf conf) {
-      if (!conf.gpuEnabled() || conf.route() == FoldCpConf.Route.CPU) {
+      if (!conf.get(FoldCpConf.GPU_ENABLED) || conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.CPU) {
         return CPU;
       }
-      return conf.route() == FoldCpConf.Route.GPU ? GPU : AUTO;
+      return conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.GPU ? GPU : AUTO;
     }
   }
 
@@ -154,8 +154,10 @@ public final class RoutePlan implements Serializable {
    * the other settings come from the caller (the route chooser decides them).
    */
   public static RoutePlan of(Kind kind, CpGrid grid, int threadsPerTask, FoldCpConf conf, String reason) {
-    return new RoutePlan(kind, grid, threadsPerTask, conf.barrierTimeoutSeconds() * 1000L, conf.connectTimeoutMs(),
-        reason).withAllowNonFinite(conf.allowNonFinite()).withMetricsLevel(conf.metricsLevel());
+    return new RoutePlan(kind, grid, threadsPerTask, conf.get(FoldCpConf.BARRIER_TIMEOUT_SECONDS) * 1000L,
+        conf.get(FoldCpConf.CONNECT_TIMEOUT_MS), reason)
+        .withAllowNonFinite(conf.get(FoldCpConf.INPUT_ALLOW_NON_FINITE))
+        .withMetricsLevel(conf.get(FoldCpConf.METRICS_LEVEL));
   }
 
   /** A cp = 1 plan on the CPU backend with the default settings. */

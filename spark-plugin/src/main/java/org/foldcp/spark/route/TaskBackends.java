@@ -5,6 +5,7 @@ import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
+import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.gpu.BorrowedGpu;
 import org.foldcp.spark.gpu.ExecutorGpu;
@@ -88,9 +89,10 @@ public final class TaskBackends {
    * (plain local-mode Spark) this JVM does, so a device is still opened once per process.
    */
   static ExecutorGpu executorGpu(int ordinal) {
-    return ExecutorState.current().map(state -> state.gpu(ordinal))
-        .orElseGet(() -> GpuOwners.processWide().device(ordinal, ExecutorConf.current().gpuConcurrentTasks(),
-            ExecutorConf.current().feedSettings()));
+    return ExecutorState.current().map(state -> state.gpu(ordinal)).orElseGet(() -> {
+      FoldCpConf conf = ExecutorConf.current();
+      return GpuOwners.processWide().device(ordinal, conf.get(FoldCpConf.GPU_CONCURRENT_TASKS), conf.feedSettings());
+    });
   }
 
   /**

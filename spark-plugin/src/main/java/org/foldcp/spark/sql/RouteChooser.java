@@ -107,18 +107,19 @@ public final class RouteChooser {
     int threads = conf.cpuThreadsPerTask(facts.taskCpus());
     CpGrid grid = conf.grid();
     int cp = grid.size();
-    String route = FoldCpConf.ROUTE.name() + " = " + conf.route().label();
+    String route = FoldCpConf.ROUTE.name() + " = " + conf.get(FoldCpConf.ROUTE).label();
     RoutePlan plan;
-    switch (conf.route()) {
+    switch (conf.get(FoldCpConf.ROUTE)) {
       case AUTO:
         if (cp == 1) {
           plan = plan(Kind.SINGLE, grid, threads, conf, route + " and " + FoldCpConf.CP.name() + " = 1: each"
-              + " complex runs whole in one task" + (conf.gpuEnabled() ? ", on the task's GPU where it has one"
-              + " (sm_90), else on the CPU (each executor decides once and logs why)" : ", on the CPU ("
-              + FoldCpConf.GPU_ENABLED.name() + " = false)"))
+              + " complex runs whole in one task" + (conf.get(FoldCpConf.GPU_ENABLED)
+                  ? ", on the task's GPU where it has one (sm_90), else on the CPU (each executor decides once and"
+                      + " logs why)"
+                  : ", on the CPU (" + FoldCpConf.GPU_ENABLED.name() + " = false)"))
               .withBackend(RoutePlan.Backend.of(conf));
           plan = autoBackendInThisJvm(plan, facts);
-        } else if (facts.dynamicAllocation() && conf.transport() == FoldCpConf.Transport.NVSHMEM) {
+        } else if (facts.dynamicAllocation() && conf.get(FoldCpConf.CP_TRANSPORT) == FoldCpConf.Transport.NVSHMEM) {
           throw InvalidInputException.of(FoldCpConf.CP_TRANSPORT.name(), "'nvshmem'", "the NVSHMEM team runs as"
               + " one barrier stage, which needs all cp = " + cp + " tasks at once, and Spark refuses barrier stages"
               + " when " + SparkKeys.DYNAMIC_ALLOCATION + " = true; turn dynamic allocation off, or use transport auto,"
@@ -159,7 +160,7 @@ public final class RouteChooser {
         plan = plan(Kind.SHUFFLE, grid, threads, conf, route + ": forced");
         break;
       default:
-        throw new IllegalStateException("unhandled route " + conf.route());
+        throw new IllegalStateException("unhandled route " + conf.get(FoldCpConf.ROUTE));
     }
     LOG.info("fold-cp route: {}", plan);
     return plan;
@@ -189,9 +190,9 @@ public final class RouteChooser {
 
   /** A barrier plan, its transport chosen (see the class comment); {@code why} says why it is a barrier plan. */
   private static RoutePlan barrier(FoldCpConf conf, SparkFacts facts, CpGrid grid, int threads, String why) {
-    String transport = FoldCpConf.CP_TRANSPORT.name() + " = " + conf.transport().label();
-    boolean gpuRoute = conf.route() == FoldCpConf.Route.GPU;
-    switch (conf.transport()) {
+    String transport = FoldCpConf.CP_TRANSPORT.name() + " = " + conf.get(FoldCpConf.CP_TRANSPORT).label();
+    boolean gpuRoute = conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.GPU;
+    switch (conf.get(FoldCpConf.CP_TRANSPORT)) {
       case TCP:
         return tcp(conf, facts, grid, threads, why + "; " + transport + ": CPU ranks over TCP");
       case NVSHMEM: {
@@ -214,13 +215,13 @@ public final class RouteChooser {
               + " ranks form an NVSHMEM team, which cannot run here: " + against + "; use route barrier (or auto)"
               + " to run the ranks on the CPU");
         }
-        if (facts.executorGpus() && conf.gpuEnabled()) {
+        if (facts.executorGpus() && conf.get(FoldCpConf.GPU_ENABLED)) {
           LOG.warn("fold-cp: the executors have GPUs, but cp = {} runs on the CPU over TCP: {}", grid.size(), against);
         }
         return tcp(conf, facts, grid, threads, why + "; " + transport + ": CPU ranks over TCP, since " + against);
       }
       default:
-        throw new IllegalStateException("unhandled transport " + conf.transport());
+        throw new IllegalStateException("unhandled transport " + conf.get(FoldCpConf.CP_TRANSPORT));
     }
   }
 
@@ -233,11 +234,11 @@ public final class RouteChooser {
     if (!facts.networkCrypto()) {
       return plan(Kind.BARRIER, grid, threads, conf, reason);
     }
-    if (conf.route() == FoldCpConf.Route.AUTO) {
+    if (conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.AUTO) {
       return plan(Kind.SHUFFLE, grid, threads, conf, reason + "; but " + SparkKeys.NETWORK_CRYPTO + " = true and the TCP team's"
           + " frames are not encrypted, so the reshards go through Spark shuffles, which Spark encrypts");
     }
-    throw BarrierPreflight.unencryptedTeam(conf.route().label());
+    throw BarrierPreflight.unencryptedTeam(conf.get(FoldCpConf.ROUTE).label());
   }
 
   /**
@@ -246,7 +247,7 @@ public final class RouteChooser {
    * against it (for auto; a forced team meets BarrierPreflight's resource rules instead).
    */
   private static String nvshmemCannotRun(FoldCpConf conf, SparkFacts facts, boolean needExecutorGpus) {
-    if (!conf.gpuEnabled()) {
+    if (!conf.get(FoldCpConf.GPU_ENABLED)) {
       return FoldCpConf.GPU_ENABLED.name() + " = false";
     }
     if (facts.localMode()) {
@@ -267,7 +268,8 @@ public final class RouteChooser {
 
   private static RoutePlan nvshmem(FoldCpConf conf, CpGrid grid, int threads, String reason) {
     return plan(Kind.BARRIER, grid, threads, conf, reason).withNvshmem(
-        new RoutePlan.Nvshmem(conf.nvshmemHome(), conf.nvshmemHeapBytes(), conf.storeRoute(), conf.reshard()));
+        new RoutePlan.Nvshmem(conf.nvshmemHome(), conf.get(FoldCpConf.NVSHMEM_HEAP_BYTES),
+            conf.get(FoldCpConf.NVSHMEM_STORE_ROUTE), conf.get(FoldCpConf.NVSHMEM_RESHARD)));
   }
 
   private static RoutePlan plan(Kind kind, CpGrid grid, int threads, FoldCpConf conf, String reason) {

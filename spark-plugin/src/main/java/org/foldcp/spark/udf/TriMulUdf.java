@@ -47,12 +47,12 @@ public final class TriMulUdf extends AbstractFunction6<byte[], Number, Number, b
     WeightsKey key = WeightsKey.of(weights, layers);
     FoldCpConf conf = ExecutorConf.current();
     WeightsCache cache = WeightsCache.shared();
-    cache.setCapacity(conf.weightsCacheEntries());
+    cache.setCapacity(conf.get(FoldCpConf.WEIGHTS_CACHE_ENTRIES));
     LayerStack stack = cache.get(key);
     InvalidInputException.require(stack.dim() == d, "dim", d,
         "must equal D = " + stack.dim() + " of the layers " + key.layers() + " in " + key.location()
             + " (their norm_in.weight has " + stack.dim() + " values)");
-    boolean allowNonFinite = conf.allowNonFinite();
+    boolean allowNonFinite = conf.get(FoldCpConf.INPUT_ALLOW_NON_FINITE);
     try {
       return RowBackends.with(RoutePlan.Backend.of(conf), ExecutorConf.cpuThreadsPerTask(),
           backend -> PairBytes.encode(backend.forward(x, stack, allowNonFinite)));

@@ -6,6 +6,10 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
@@ -23,18 +27,18 @@ class FoldCpConfTest {
   @Test
   void defaultsAreTheDocumentedOnes() {
     FoldCpConf c = FoldCpConf.defaults();
-    assertEquals(FoldCpConf.Route.AUTO, c.route());
-    assertEquals(1, c.cp());
+    assertEquals(FoldCpConf.Route.AUTO, c.get(FoldCpConf.ROUTE));
+    assertEquals(1, c.get(FoldCpConf.CP));
     assertEquals(CpGrid.oneD(1), c.grid());
-    assertEquals(0, c.cpuThreads());
-    assertEquals(300, c.barrierTimeoutSeconds());
-    assertEquals(30000, c.connectTimeoutMs());
-    assertTrue(c.gpuEnabled());
-    assertEquals(FoldCpConf.Transport.AUTO, c.transport());
+    assertEquals(0, c.get(FoldCpConf.CPU_THREADS));
+    assertEquals(300, c.get(FoldCpConf.BARRIER_TIMEOUT_SECONDS));
+    assertEquals(30000, c.get(FoldCpConf.CONNECT_TIMEOUT_MS));
+    assertTrue(c.get(FoldCpConf.GPU_ENABLED));
+    assertEquals(FoldCpConf.Transport.AUTO, c.get(FoldCpConf.CP_TRANSPORT));
     assertNull(c.nvshmemHome(), "empty home: search");
-    assertEquals(16L << 30, c.nvshmemHeapBytes());
-    assertEquals(StoreRoute.AUTO, c.storeRoute());
-    assertEquals(8, c.weightsCacheEntries());
+    assertEquals(16L << 30, c.get(FoldCpConf.NVSHMEM_HEAP_BYTES));
+    assertEquals(StoreRoute.AUTO, c.get(FoldCpConf.NVSHMEM_STORE_ROUTE));
+    assertEquals(8, c.get(FoldCpConf.WEIGHTS_CACHE_ENTRIES));
     for (ConfKey<?> k : FoldCpConf.KEYS) {
       assertFalse(c.isSet(k), k.name());
       assertEquals(k.defaultValue(), c.asMap().get(k.name()), k.name());
@@ -69,19 +73,19 @@ class FoldCpConfTest {
         .set("spark.foldcp.weights.cacheEntries", "0")
         .set("spark.executor.memory", "4g"); // outside the namespace: ignored
     FoldCpConf c = FoldCpConf.from(sc);
-    assertEquals(FoldCpConf.Route.BARRIER, c.route());
-    assertEquals(4, c.cp());
+    assertEquals(FoldCpConf.Route.BARRIER, c.get(FoldCpConf.ROUTE));
+    assertEquals(4, c.get(FoldCpConf.CP));
     assertEquals(CpGrid.of(2, 2), c.grid());
-    assertEquals(3, c.cpuThreads());
+    assertEquals(3, c.get(FoldCpConf.CPU_THREADS));
     assertEquals(3, c.cpuThreadsPerTask(8));
-    assertEquals(60, c.barrierTimeoutSeconds());
-    assertEquals(1500, c.connectTimeoutMs());
-    assertFalse(c.gpuEnabled());
-    assertEquals(FoldCpConf.Transport.TCP, c.transport());
+    assertEquals(60, c.get(FoldCpConf.BARRIER_TIMEOUT_SECONDS));
+    assertEquals(1500, c.get(FoldCpConf.CONNECT_TIMEOUT_MS));
+    assertFalse(c.get(FoldCpConf.GPU_ENABLED));
+    assertEquals(FoldCpConf.Transport.TCP, c.get(FoldCpConf.CP_TRANSPORT));
     assertEquals("/opt/nvshmem", c.nvshmemHome());
-    assertEquals(8L << 30, c.nvshmemHeapBytes());
-    assertEquals(StoreRoute.PUT, c.storeRoute());
-    assertEquals(0, c.weightsCacheEntries());
+    assertEquals(8L << 30, c.get(FoldCpConf.NVSHMEM_HEAP_BYTES));
+    assertEquals(StoreRoute.PUT, c.get(FoldCpConf.NVSHMEM_STORE_ROUTE));
+    assertEquals(0, c.get(FoldCpConf.WEIGHTS_CACHE_ENTRIES));
     assertTrue(c.isSet(FoldCpConf.GRID));
     assertEquals("Barrier", c.asMap().get("spark.foldcp.route"), "values are kept as given, trimmed");
     assertFalse(c.asMap().containsKey("spark.executor.memory"));
@@ -112,7 +116,7 @@ class FoldCpConfTest {
       "1t, 1099511627776"})
   void parsesHeapSizes(String raw, long bytes) {
     FoldCpConf c = FoldCpConf.from(Map.of("spark.foldcp.nvshmem.heapBytes", raw));
-    assertEquals(bytes, c.nvshmemHeapBytes());
+    assertEquals(bytes, c.get(FoldCpConf.NVSHMEM_HEAP_BYTES));
   }
 
   @Test
@@ -123,11 +127,39 @@ class FoldCpConfTest {
     FoldCpConf b = FoldCpConf.from(a.asMap());
     assertEquals(a.asMap(), b.asMap());
     assertEquals(a.grid(), b.grid());
-    assertEquals(a.route(), b.route());
-    assertEquals(a.nvshmemHeapBytes(), b.nvshmemHeapBytes());
+    assertEquals(a.get(FoldCpConf.ROUTE), b.get(FoldCpConf.ROUTE));
+    assertEquals(a.get(FoldCpConf.NVSHMEM_HEAP_BYTES), b.get(FoldCpConf.NVSHMEM_HEAP_BYTES));
     assertEquals(a.nvshmemHome(), b.nvshmemHome());
     assertEquals(FoldCpConf.KEYS.stream().map(ConfKey::name).toList(),
         List.copyOf(b.asMap().keySet()), "asMap lists every key in table order");
+  }
+
+  @Test
+  void javaSerializationKeepsTheGivenSettingsAndTheirValues() throws Exception {
+    FoldCpConf a = FoldCpConf.from(Map.of("spark.foldcp.cp", "4", "spark.foldcp.grid", "2x2",
+        "spark.foldcp.nvshmem.storeRoute", "put"));
+    ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+    try (ObjectOutputStream out = new ObjectOutputStream(bytes)) {
+      out.writeObject(a);
+    }
+    FoldCpConf b;
+    try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray()))) {
+      b = (FoldCpConf) in.readObject();
+    }
+    assertEquals(a.describe(), b.describe(), "same values, same keys marked as defaults");
+    assertEquals(CpGrid.of(2, 2), b.grid());
+    assertEquals(StoreRoute.PUT, b.get(FoldCpConf.NVSHMEM_STORE_ROUTE));
+    assertTrue(b.isSet(FoldCpConf.CP));
+    assertFalse(b.isSet(FoldCpConf.ROUTE));
+  }
+
+  @Test
+  void getRefusesAKeyThatIsNotRegistered() {
+    ConfKey<Integer> stray = new ConfKey<>(FoldCpConf.PREFIX + "stray", "an integer >= 0", "0", "Not registered.",
+        ValueParsers.intAtLeast(0));
+    IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+        () -> FoldCpConf.defaults().get(stray));
+    assertEquals("spark.foldcp.stray is not one of FoldCpConf.KEYS", e.getMessage());
   }
 
   @ParameterizedTest(name = "{0} = ''{1}''")
@@ -199,7 +231,7 @@ class FoldCpConfTest {
         + " spark.foldcp.route = gpu runs the cp = 2 ranks on GPUs"), e.getMessage());
     // cp = 1 has no team, so the transport does not matter there
     assertEquals(FoldCpConf.Transport.TCP, FoldCpConf.from(Map.of("spark.foldcp.cp.transport", "tcp",
-        "spark.foldcp.route", "gpu")).transport());
+        "spark.foldcp.route", "gpu")).get(FoldCpConf.CP_TRANSPORT));
   }
 
   @Test

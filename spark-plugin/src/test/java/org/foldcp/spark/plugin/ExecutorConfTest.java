@@ -34,7 +34,7 @@ class ExecutorConfTest {
           .map(i -> {
             FoldCpConf first = ExecutorConf.current();
             boolean sameObject = first == ExecutorConf.current();
-            return first.weightsCacheEntries() + "/" + ExecutorConf.cpuThreadsPerTask() + "/" + sameObject;
+            return first.get(FoldCpConf.WEIGHTS_CACHE_ENTRIES) + "/" + ExecutorConf.cpuThreadsPerTask() + "/" + sameObject;
           }).collect();
       for (String s : seen) {
         assertEquals("5/3/true", s, "cache entries / threads per task / one validated conf per executor");

@@ -44,7 +44,7 @@ class FoldCpExecutorPluginTest {
     assertEquals("7", s.executorId());
     assertEquals(3, s.deviceOrdinal());
     assertTrue(s.hasDevice());
-    assertEquals(4, s.conf().cp());
+    assertEquals(4, s.conf().get(FoldCpConf.CP));
     assertEquals(CpGrid.of(2, 2), s.conf().grid());
     assertEquals(4, s.cpuThreadsPerTask(), "cpu.threads = 0 resolves to spark.task.cpus");
     plugin.shutdown();

@@ -52,7 +52,7 @@ class FoldCpPluginTest {
         FoldCpConf c = s.conf();
         // weights.cacheEntries was not configured: seeing it set proves the task reads the
         // driver's complete validated map, not the raw SparkConf.
-        return s.executorId() + " device=" + s.deviceOrdinal() + " route=" + c.route().label() + " cp=" + c.cp()
+        return s.executorId() + " device=" + s.deviceOrdinal() + " route=" + c.get(FoldCpConf.ROUTE).label() + " cp=" + c.get(FoldCpConf.CP)
             + " grid=" + c.grid() + " threads=" + s.cpuThreadsPerTask()
             + " fromDriver=" + c.isSet(FoldCpConf.WEIGHTS_CACHE_ENTRIES);
       }).collect();
