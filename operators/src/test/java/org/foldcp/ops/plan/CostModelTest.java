@@ -1,0 +1,106 @@
+package org.foldcp.ops.plan;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.Map;
+import org.foldcp.ops.InvalidInputException;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The cost model against the single-GPU benchmark run it is calibrated on: two of the run's five
+ * shapes calibrate it, the other three are predicted (the model never sees them), and the memory
+ * term is checked against the run's measured peaks.
+ */
+class CostModelTest {
+  /** All five shapes of one benchmark run on the H200 (bin/gpu-run bench step, commit 0fc2a16). */
+  static final Path RUN = Path.of("..", "bench", "results", "2026-12-01-trimul-1gpu-tma-stores.csv");
+  static final double NVLINK_NOMINAL = 450e9;
+  static final long H200_BYTES = 141L << 30;
+
+  static Map<String, SingleGpuRun.Row> ours() throws IOException {
+    return SingleGpuRun.read(RUN);
+  }
+
+  static CostModel calibrated(Map<String, SingleGpuRun.Row> run) {
+    return new CostModel(DeviceRates.calibrate(SingleGpuRun.measurement(run, RUN, 1, 1024, 128),
+        SingleGpuRun.measurement(run, RUN, 1, 4096, 256), NVLINK_NOMINAL, "NVLink 4 nominal, per direction",
+        H200_BYTES, "H200 nominal"));
+  }
+
+  @Test
+  void calibrationReproducesItsTwoShapes() throws IOException {
+    Map<String, SingleGpuRun.Row> run = ours();
+    CostModel m = calibrated(run);
+    for (int[] s : new int[][] {{1, 1024, 128}, {1, 4096, 256}}) {
+      double want = run.get(s[0] + "," + s[1] + "," + s[2]).seconds();
+      assertEquals(want, m.layer(s[0], s[1], s[2], 1).fusedSeconds(), 1e-9 * want);
+    }
+  }
+
+  @Test
+  void predictsTheRunsOtherShapesWithin15Percent() throws IOException {
+    Map<String, SingleGpuRun.Row> run = ours();
+    assertEquals(5, run.size(), "the run holds the five benchmark shapes");
+    CostModel m = calibrated(run);
+    for (int[] s : new int[][] {{1, 2048, 128}, {1, 2048, 256}, {1, 4096, 128}}) {
+      double want = run.get(s[0] + "," + s[1] + "," + s[2]).seconds();
+      double got = m.layer(s[0], s[1], s[2], 1).fusedSeconds();
+      assertTrue(Math.abs(got / want - 1) <= 0.15,
+          "(" + s[1] + ", " + s[2] + "): predicted " + got * 1e3 + " ms, measured " + want * 1e3 + " ms");
+    }
+  }
+
+  @Test
+  void deviceBytesAtCp1MatchTheRunsMeasuredPeaks() throws IOException {
+    for (SingleGpuRun.Row r : ours().values()) {
+      double gib = CostModel.deviceBytesPerRank(r.batch(), r.n(), r.dim(), 1) / (double) (1L << 30);
+      assertEquals(r.peakGib(), gib, 0.005 * r.peakGib(), "peak of (" + r.n() + ", " + r.dim() + ")");
+    }
+  }
+
+  @Test
+  void reshardBytesAreTheCpPlansCount() {
+    // per rank and layer: tokens/cp x (a and b) x D/cp channels x (cp - 1) peers x 2 bytes, and z half of it
+    long n = 4096;
+    long d = 256;
+    int cp = 4;
+    long tileTokens = n * n / cp;
+    long toChannels = tileTokens * 2 * (d / cp) * (cp - 1) * 2;
+    long toTokens = tileTokens * (d / cp) * (cp - 1) * 2;
+    assertEquals(toChannels + toTokens, CostModel.reshardBytesPerRank(1, n, d, cp));
+    assertEquals(0, CostModel.reshardBytesPerRank(1, n, d, 1));
+  }
+
+  @Test
+  void fusedReshardsOverlapTheirStagesAndCpSplitsTheWork() throws IOException {
+    CostModel m = calibrated(ours());
+    CostModel.Estimate one = m.layer(1, 4096, 256, 1);
+    assertEquals(one.computeSeconds(), one.fusedSeconds(), 1e-15);
+    assertEquals(0, one.linkSeconds());
+    CostModel.Estimate four = m.layer(1, 4096, 256, 4);
+    assertEquals(one.computeSeconds() / 4, four.computeSeconds(), 1e-12);
+    assertTrue(four.fusedSeconds() >= four.computeSeconds() && four.fusedSeconds() <= four.unfusedSeconds());
+    assertEquals(four.computeSeconds() + four.linkSeconds(), four.unfusedSeconds(), 1e-12);
+    assertEquals(one.deviceBytesPerRank() / 4, four.deviceBytesPerRank());
+  }
+
+  @Test
+  void cpMustDivideD() throws IOException {
+    CostModel m = calibrated(ours());
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> m.layer(1, 512, 96, 64));
+    assertTrue(e.getMessage().contains("must divide D = 96"), e.getMessage());
+  }
+
+  @Test
+  void calibrationRefusesShapesOfTheSameFlopsPerElement() {
+    Measurement a = new Measurement(1, 1024, 128, 1e-3, "a");
+    Measurement b = new Measurement(2, 1024, 128, 2e-3, "b");
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> DeviceRates.calibrate(a, b, 1e9, "l", 1L << 30, "m"));
+    assertTrue(e.getMessage().contains("must differ in FLOPs per element"), e.getMessage());
+  }
+}
