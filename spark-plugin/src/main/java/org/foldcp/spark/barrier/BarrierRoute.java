@@ -19,7 +19,7 @@ import scala.reflect.ClassTag$;
 /**
  * The barrier route (docs/design.md sections 3-4): one barrier stage of cp tasks, task r being CP rank
  * r. The plan's transport says how the two reshards of every layer move between the tasks: over
- * TCP between CPU ranks ({@link RankTask}), or fused into the kernels' stores between GPU ranks
+ * TCP between CPU ranks ({@link TcpRankTask}), or fused into the kernels' stores between GPU ranks
  * of an NVSHMEM team ({@link GpuRankTask}). Both use the same layout, so everything but the
  * stage's body is shared.
  * <ol>
@@ -27,7 +27,7 @@ import scala.reflect.ClassTag$;
  *       shuffled to partition = rank (one shuffle for the whole stack);
  *   <li>each partition assembles its layout tiles (padded, masked);
  *   <li>the barrier stage forms the team and runs every complex through the stack
- *       ({@link RankTask} or {@link GpuRankTask}); output: one tile per (complex, rank), cropped to N,
+ *       ({@link TcpRankTask} or {@link GpuRankTask}); output: one tile per (complex, rank), cropped to N,
  *       streamed: each complex runs when the consumer pulls its tile ({@link RankOutput}), so a
  *       task never holds its partition's outputs at once.
  * </ol>
@@ -62,7 +62,7 @@ public final class BarrierRoute implements TileRoute {
     ClassTag<TileRecord> tag = ClassTag$.MODULE$.apply(TileRecord.class);
     boolean gpu = plan.transport == RoutePlan.Transport.NVSHMEM;
     SharedStack shared = SharedStack.of(tiles.context(), stack);
-    RankBody body = gpu ? new GpuRankTask(shared, plan, metrics) : new RankTask(shared, plan, metrics);
+    RankBody body = gpu ? new GpuRankTask(shared, plan, metrics) : new TcpRankTask(shared, plan, metrics);
     RDD<TileRecord> out = layoutTiles.rdd().barrier().mapPartitions(body, false, tag);
     if (gpu) {
       LOG.info("TriMul route: {}, {} layers of D = {}, GPU ranks in an NVSHMEM team ({})", plan, stack.size(),

@@ -25,7 +25,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The body of one barrier task of a GPU team (transport nvshmem), that is one CP rank on its
- * executor's GPU: the NVSHMEM counterpart of {@link RankTask}, with the same input (this rank's
+ * executor's GPU: the NVSHMEM counterpart of {@link TcpRankTask}, with the same input (this rank's
  * layout tiles) and output (its output tiles cropped to N).
  * <ol>
  *   <li>checks that the CP GPU library loads in this executor and that the task has a usable
@@ -65,7 +65,7 @@ final class GpuRankTask extends RankBody {
             + "=tcp to run the ranks on the CPU");
       }
       int device = TaskBackends.requireTaskGpu();
-      Map<String, TileRecord> mine = RankTask.tilesOf(rank, input, plan.grid);
+      Map<String, TileRecord> mine = RankTiles.tilesOf(rank, input, plan.grid);
       String memberId = TeamFormation.memberId(env);
       TeamFormation.Agreement agreed = TeamFormation.announce(ctx, plan, stack(), mine.values(), memberId);
       NvshmemTeam team = NvshmemTeam.form(new NvshmemTeam.Spec(device, plan.nvshmem.heapBytes(),
@@ -76,7 +76,7 @@ final class GpuRankTask extends RankBody {
       shapes.values().forEach(inShapeOrder::addAll);
       return new RankOutput(rank, plan, inShapeOrder, new NvshmemRank(rank, team, mine, shapes.size()), ctx);
     } catch (RuntimeException | Error e) {
-      throw RankTask.withRank(plan, rank, e);
+      throw RankBody.withRank(plan, rank, e);
     }
   }
 
@@ -116,7 +116,7 @@ final class GpuRankTask extends RankBody {
         route = cp.route().label();
       }
       complexesRun++;
-      TileRecord in = RankTask.layoutTile(c, mine, plan.grid, rank, metrics);
+      TileRecord in = RankTiles.layoutTile(c, mine, plan.grid, rank, metrics);
       requireStackTile(cp.tile(), in, c, rank);
       long t0 = System.nanoTime();
       PairTensor y = cp.forward(in.tile, true); // NaN and Inf were refused before the stage (BarrierRoute)
@@ -127,7 +127,7 @@ final class GpuRankTask extends RankBody {
       metrics.reshardBytes(cp.bytesToChannels() + cp.bytesToTokens());
       toChannels += cp.bytesToChannels();
       toTokens += cp.bytesToTokens();
-      TileRecord o = RankTask.output(c, in, y, metrics);
+      TileRecord o = RankTiles.output(c, in, y, metrics);
       if (o != null) {
         tilesOut++;
         metrics.gpuTiles(1);

@@ -105,7 +105,7 @@ final class RankOutput implements Iterator<TileRecord> {
       return rank.run(c);
     } catch (RuntimeException | Error e) {
       failed(e);
-      throw RankTask.withRank(plan, rankIndex, e);
+      throw RankBody.withRank(plan, rankIndex, e);
     }
   }
 

@@ -83,12 +83,12 @@ class GpuTeamStageTest {
   @Test
   void aBrokenTeamStaysATeamExceptionNamingTheRank() {
     TeamException cause = new TeamException("rank(s) [1] of 2 did not arrive within 300 ms");
-    RuntimeException e = RankTask.withRank(GPU_PLAN, 0, cause);
+    RuntimeException e = RankBody.withRank(GPU_PLAN, 0, cause);
     assertInstanceOf(TeamException.class, e);
     assertSame(cause, e.getCause());
     assertTrue(e.getMessage().startsWith("barrier rank 0 of cp = 2 (grid 2x1) failed: rank(s) [1] of 2"), e.getMessage());
-    assertInstanceOf(InvalidInputException.class, RankTask.withRank(GPU_PLAN, 1, InvalidInputException.of("D", 30, "x")));
-    assertInstanceOf(IllegalStateException.class, RankTask.withRank(GPU_PLAN, 1, new RuntimeException("other")));
+    assertInstanceOf(InvalidInputException.class, RankBody.withRank(GPU_PLAN, 1, InvalidInputException.of("D", 30, "x")));
+    assertInstanceOf(IllegalStateException.class, RankBody.withRank(GPU_PLAN, 1, new RuntimeException("other")));
   }
 
   private static SparkConf sparkConf(String... kv) {
