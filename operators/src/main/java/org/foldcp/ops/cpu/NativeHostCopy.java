@@ -24,7 +24,8 @@ public final class NativeHostCopy {
   /**
    * Copies {@code len} bytes from (src, srcOffset) to (dst, dstOffset). A null base means its
    * offset is a raw address; an array base (any primitive array) takes a byte index into the array,
-   * counted from element 0. The caller guarantees both ranges are valid: nothing is checked here.
+   * counted from element 0. The caller guarantees both ranges are valid and do not overlap (memcpy):
+   * nothing is checked here.
    * Only when {@link #unavailableReason()} is null.
    */
   public static void copy(Object src, long srcOffset, Object dst, long dstOffset, long len) {

@@ -24,7 +24,7 @@ public final class HostCopy {
   public static final long BYTE_ARRAY_OFFSET = UNSAFE.arrayBaseOffset(byte[].class);
   /** Offset of element 0 of a short[] (bf16 rows of a PairTensor, little-endian like the device's). */
   static final long SHORT_ARRAY_OFFSET = UNSAFE.arrayBaseOffset(short[].class);
-  /** True where copies go through glibc's memcpy ({@link NativeHostCopy}), decided once. */
+  /** True where copies go through libfoldcp_cpu.so ({@link NativeHostCopy}), decided once. */
   private static final boolean NATIVE = chooseNative();
 
   private HostCopy() {}
@@ -81,7 +81,7 @@ public final class HostCopy {
   /**
    * Copies {@code len} bytes from (srcBase, srcOffset) to (dstBase, dstOffset): a base of null
    * means the offset is a raw address; a byte[] base takes {@link #BYTE_ARRAY_OFFSET} + index.
-   * The caller guarantees both ranges are valid: nothing is checked here.
+   * The caller guarantees both ranges are valid and do not overlap: nothing is checked here.
    */
   public static void copy(Object srcBase, long srcOffset, Object dstBase, long dstOffset, long len) {
     if (NATIVE && isPrimitiveArrayOrNull(srcBase) && isPrimitiveArrayOrNull(dstBase)) {
