@@ -60,8 +60,11 @@ import org.foldcp.spark.tiles.PairTiles;
  *
  * <p>Usage: {@code JobBenchmark [--complexes 64] [--n 512] [--dim 128] [--layers 4]
  * [--backend cpu|gpu] [--slots 1] [--threads all cores] [--repeats 3] [--csv FILE] [--append]
- * [--commit SHA]}. The job runs {@code --slots} tasks at once (on a GPU they all borrow the
- * executor's GPU and feed it together); the CPU bare loop uses {@code --threads} threads.
+ * [--commit SHA] [--conf spark.foldcp.KEY=VALUE ...]}. The job runs {@code --slots} tasks at once (on
+ * a GPU they all borrow the executor's GPU and feed it together); the CPU bare loop uses
+ * {@code --threads} threads. {@code --conf} (repeatable) sets a fold-cp key of the job's session
+ * over the benchmark's own choice (e.g. spark.foldcp.gpu.copyThreads=4), to compare settings in
+ * one call; the CSV's '#' line records it with the other arguments.
  */
 public final class JobBenchmark {
   /** The CSV columns, after the bench/results convention of a leading '#' line naming the command. */
@@ -76,7 +79,7 @@ public final class JobBenchmark {
 
   /** The settings of one run, parsed from the command line. */
   record Settings(int complexes, int n, int dim, int layers, String backend, int slots, int threads, int repeats,
-                  Path csv, boolean append, String commit) {
+                  Path csv, boolean append, String commit, Map<String, String> conf) {
     static Settings parse(String[] args) {
       int complexes = 64;
       int n = 512;
@@ -89,6 +92,7 @@ public final class JobBenchmark {
       Path csv = null;
       boolean append = false;
       String commit = System.getenv().getOrDefault("FOLDCP_COMMIT", "unknown");
+      Map<String, String> conf = new LinkedHashMap<>();
       for (int i = 0; i < args.length; i++) {
         String key = args[i];
         if (key.equals("--append")) {
@@ -108,15 +112,22 @@ public final class JobBenchmark {
           case "--repeats" -> repeats = atLeast1(key, v);
           case "--csv" -> csv = Path.of(v);
           case "--commit" -> commit = v;
+          case "--conf" -> {
+            int eq = v.indexOf('=');
+            InvalidInputException.require(eq > 0 && v.startsWith(FoldCpConf.PREFIX), "--conf", v,
+                "must be " + FoldCpConf.PREFIX + "KEY=VALUE");
+            conf.put(v.substring(0, eq), v.substring(eq + 1));
+          }
           default -> throw InvalidInputException.of("option", key, "must be one of --complexes, --n, --dim, --layers,"
-              + " --backend, --slots, --threads, --repeats, --csv, --append, --commit");
+              + " --backend, --slots, --threads, --repeats, --csv, --append, --commit, --conf");
         }
       }
       InvalidInputException.require(backend.equals("cpu") || backend.equals("gpu"), "--backend", backend,
           "must be cpu or gpu");
       InvalidInputException.require(threads >= slots, "--threads", threads,
           "must be >= --slots = " + slots + " (each task gets threads / slots CPU threads)");
-      return new Settings(complexes, n, dim, layers, backend, slots, threads, repeats, csv, append, commit);
+      return new Settings(complexes, n, dim, layers, backend, slots, threads, repeats, csv, append, commit,
+          Map.copyOf(conf));
     }
 
     private static int atLeast1(String key, String v) {
@@ -311,6 +322,7 @@ public final class JobBenchmark {
       long perTask = ((row + block - 1) / block + 4) * block;
       conf.set(FoldCpConf.GPU_PINNED_POOL_BYTES.name(), Long.toString(s.slots() * perTask));
     }
+    s.conf().forEach(conf::set); // the caller's settings win; FoldCpConf validates them with the rest
     return SparkSession.builder().config(conf).getOrCreate();
   }
 

@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.gpu.GpuTriMul;
 import org.junit.jupiter.api.Assumptions;
@@ -30,6 +31,14 @@ class JobBenchmarkTest {
     assertEquals(3, s.complexes());
     assertTrue(s.gpu());
     assertEquals(512, s.n(), "the issue's shape by default");
+    assertEquals(Map.of(), s.conf());
+    s = JobBenchmark.Settings.parse(new String[] {"--conf", "spark.foldcp.gpu.copyThreads=4", "--conf",
+        "spark.foldcp.gpu.deviceSlots=24"});
+    assertEquals(Map.of("spark.foldcp.gpu.copyThreads", "4", "spark.foldcp.gpu.deviceSlots", "24"), s.conf());
+    e = assertThrows(InvalidInputException.class,
+        () -> JobBenchmark.Settings.parse(new String[] {"--conf", "spark.sql.shuffle.partitions=4"}));
+    assertTrue(e.getMessage().startsWith("--conf = spark.sql.shuffle.partitions=4: must be spark.foldcp.KEY=VALUE"),
+        e.getMessage());
   }
 
   /**
