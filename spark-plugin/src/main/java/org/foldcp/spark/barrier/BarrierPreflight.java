@@ -111,7 +111,7 @@ public final class BarrierPreflight {
    * still be registering: wait for them up to the barrier timeout, then fail.
    */
   static void checkSlots(SparkContext sc, RoutePlan plan) {
-    int cp = plan.grid.size();
+    int cp = plan.stageTasks(); // teams x cp tasks at once
     int slots = slots(sc);
     if (slots >= cp) {
       return;
@@ -166,6 +166,11 @@ public final class BarrierPreflight {
     } else {
       fix = (slots >= 1 ? "use fewer ranks (" + FoldCpConf.CP.name() + " <= " + slots + "), " : "")
           + "more cores or executors, or " + FoldCpConf.ROUTE.name() + "=shuffle";
+    }
+    if (plan.teams > 1) {
+      return InvalidInputException.of("cp x " + FoldCpConf.CP_TEAMS.name(), cp + " x " + plan.teams + " = "
+          + plan.stageTasks(), "the barrier route runs every rank of every team at once, one task slot each, but only "
+          + slots + " task slots are available (" + have + "); fewer teams, fewer ranks or more slots");
     }
     return InvalidInputException.of("cp", cp + " (grid " + plan.grid + ")",
         "the barrier route runs all cp ranks at once, one task slot each, but only " + slots

@@ -1,5 +1,6 @@
 package org.foldcp.spark.barrier;
 
+import java.util.List;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.rdd.RDD;
 import org.foldcp.ops.cp.CpGrid;
@@ -48,6 +49,7 @@ public final class BarrierRoute implements TileRoute {
     BarrierPreflight.check(tiles.context(), plan, stack);
     CpGrid grid = plan.grid;
     boolean allowNonFinite = plan.allowNonFinite;
+    TeamAssignment teams = plan.teams > 1 ? assign(tiles, plan.teams) : null;
     // NaN and Inf are refused here, before the barrier stage: a rank failing alone inside the
     // team would leave its peers waiting (an NVSHMEM team until its timeout).
     JavaRDD<TileRecord> layoutTiles = tiles
@@ -57,7 +59,7 @@ public final class BarrierRoute implements TileRoute {
           }
           return Retiling.pieces(t, grid).iterator();
         })
-        .groupByKey(new RankPartitioner(grid.size()))
+        .groupByKey(new RankPartitioner(grid.size(), teams))
         .map(keyed -> Retiling.assemble(keyed._1(), keyed._2(), grid));
     ClassTag<TileRecord> tag = ClassTag$.MODULE$.apply(TileRecord.class);
     boolean gpu = plan.transport == RoutePlan.Transport.NVSHMEM;
@@ -72,6 +74,35 @@ public final class BarrierRoute implements TileRoute {
           stack.dim(), plan.threadsPerTask);
     }
     return JavaRDD.fromRDD(out, tag);
+  }
+
+  /**
+   * The complexes spread over {@code teams} teams by their work ({@link TeamAssignment}), from every
+   * complex's shape: one Spark job over the tiles' headers before the stage (the tiles' lineage
+   * runs once more for it; cache the input when that is costly).
+   */
+  static TeamAssignment assign(JavaRDD<TileRecord> tiles, int teams) {
+    // as text "N D id": the shapes cross Spark's data serializer (Kryo cannot serialize records)
+    List<TeamAssignment.Complex> complexes = tiles
+        .map(t -> t.nTokens + " " + t.dim() + " " + t.complexId)
+        .distinct()
+        .collect()
+        .stream()
+        .map(line -> {
+          String[] f = line.split(" ", 3);
+          return new TeamAssignment.Complex(f[2], Integer.parseInt(f[0]), Integer.parseInt(f[1]));
+        })
+        .toList();
+    TeamAssignment a = TeamAssignment.of(complexes, teams);
+    if (LOG.isInfoEnabled()) {
+      StringBuilder work = new StringBuilder();
+      for (double w : a.work()) {
+        work.append(work.length() == 0 ? "" : ", ").append(String.format(java.util.Locale.ROOT, "%.3g", w / 1e9));
+      }
+      LOG.info("TriMul route: {} complexes over {} teams: {} complexes, [{}] GFLOP per layer by team",
+          complexes.size(), teams, java.util.Arrays.toString(a.counts()), work);
+    }
+    return a;
   }
 
   /**

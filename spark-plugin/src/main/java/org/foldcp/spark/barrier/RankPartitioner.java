@@ -3,40 +3,52 @@ package org.foldcp.spark.barrier;
 import org.apache.spark.Partitioner;
 import org.foldcp.spark.tiles.TileKey;
 
-/** Sends every piece of rank r's layout tiles to partition r, so that barrier task r is CP rank r. */
+/**
+ * Sends every piece of rank r's layout tiles of a complex of team t to partition t * cp + r, so
+ * that barrier task t * cp + r is CP rank r of team t (with one team, task r is rank r).
+ */
 public final class RankPartitioner extends Partitioner {
   private static final long serialVersionUID = 1L;
 
   private final int cp;
+  private final TeamAssignment teams;
 
+  /** One team of {@code cp} ranks. */
   public RankPartitioner(int cp) {
+    this(cp, null);
+  }
+
+  /** {@code teams.teams()} teams of {@code cp} ranks each (null: one team). */
+  public RankPartitioner(int cp, TeamAssignment teams) {
     if (cp < 1) {
       throw new IllegalArgumentException("cp = " + cp + ": must be >= 1");
     }
     this.cp = cp;
+    this.teams = teams;
   }
 
   @Override
   public int numPartitions() {
-    return cp;
+    return cp * (teams == null ? 1 : teams.teams());
   }
 
   @Override
   public int getPartition(Object key) {
-    int rank = ((TileKey) key).rank;
+    TileKey k = (TileKey) key;
+    int rank = k.rank;
     if (rank < 0 || rank >= cp) {
       throw new IllegalStateException("rank of " + key + " = " + rank + ": must lie in [0, " + cp + ")");
     }
-    return rank;
+    return (teams == null ? 0 : teams.teamOf(k.complexId) * cp) + rank;
   }
 
   @Override
   public boolean equals(Object o) {
-    return o instanceof RankPartitioner && ((RankPartitioner) o).cp == cp;
+    return o instanceof RankPartitioner && ((RankPartitioner) o).cp == cp && ((RankPartitioner) o).teams == teams;
   }
 
   @Override
   public int hashCode() {
-    return cp;
+    return cp * 31 + System.identityHashCode(teams);
   }
 }

@@ -48,16 +48,17 @@ final class TeamFormation {
 
   static Formed form(BarrierTaskContext ctx, RoutePlan plan, LayerStack stack, Collection<TileRecord> tiles) {
     CpGrid grid = plan.grid;
-    int rank = requireTeamSize(ctx, grid);
+    int rank = requireTeamSize(ctx, plan);
+    int team = ctx.partitionId() / grid.size();
     SparkEnv env = SparkEnv.get();
     // the host other executors already use to reach this one (block transfers): reachable by the peers
     String host = host(env);
-    String teamId = teamId(env, ctx);
+    String teamId = teamId(env, ctx, plan);
     AtomicReference<List<ComplexShape>> complexes = new AtomicReference<>();
     String appSecret = appSecret(env);
     TcpTransport transport = TcpTransport.open(new TcpTransport.Team(rank, grid.size(), teamId), bindAddress(host, rank),
         plan.connectTimeoutMillis, plan.barrierTimeoutMillis, (own, share) -> {
-          Agreement agreed = agree(ctx::allGather, rank, grid,
+          Agreement agreed = agree(ctx::allGather, team, rank, grid,
               RankAnnouncement.of(rank, own, host, env.executorId(), tiles, stack).withKeyShare(share));
           checkMembers(agreed.team(), grid);
           complexes.set(agreed.complexes());
@@ -97,24 +98,32 @@ final class TeamFormation {
    */
   static Agreement announce(BarrierTaskContext ctx, RoutePlan plan, LayerStack stack, Collection<TileRecord> tiles,
                             String memberId) {
-    int rank = requireTeamSize(ctx, plan.grid);
+    int rank = requireTeamSize(ctx, plan);
     SparkEnv env = SparkEnv.get();
-    Agreement agreed = agree(ctx::allGather, rank, plan.grid,
+    Agreement agreed = agree(ctx::allGather, ctx.partitionId() / plan.grid.size(), rank, plan.grid,
         RankAnnouncement.of(rank, memberId, host(env), env.executorId(), tiles, stack));
     checkOneProcessPerRank(agreed.team());
-    log(rank, teamId(env, ctx), agreed);
+    log(rank, teamId(env, ctx, plan), agreed);
     return agreed;
   }
 
   /**
    * One allGather of the ranks' announcements ({@code allGather}: BarrierTaskContext's, or a
-   * test's), checked: every rank in its place, the same layers, the same complexes.
+   * test's), checked: every rank in its place, the same layers, the same complexes. The stage's
+   * tasks are the teams one after another, cp each: team {@code teamIndex} is places
+   * [teamIndex * cp, (teamIndex + 1) * cp) of the gathered list, and only those are its members.
    */
-  static Agreement agree(Function<String, String[]> allGather, int rank, CpGrid grid, RankAnnouncement mine) {
+  static Agreement agree(Function<String, String[]> allGather, int teamIndex, int rank, CpGrid grid,
+                         RankAnnouncement mine) {
     String[] gathered = allGather.apply(mine.encode());
+    int cp = grid.size();
+    if (gathered.length % cp != 0 || (teamIndex + 1) * cp > gathered.length) {
+      throw new IllegalStateException("rank " + rank + " of team " + teamIndex + ": allGather returned "
+          + gathered.length + " announcements, not a whole number of teams of cp = " + cp);
+    }
     List<RankAnnouncement> team = new ArrayList<>();
-    for (int r = 0; r < gathered.length; r++) {
-      RankAnnouncement a = RankAnnouncement.decode(gathered[r], r);
+    for (int r = 0; r < cp; r++) {
+      RankAnnouncement a = RankAnnouncement.decode(gathered[teamIndex * cp + r], r);
       if (a.rank() != r) {
         throw new IllegalStateException("rank " + rank + ": allGather listed the announcement of rank " + a.rank()
             + " in place " + r + ": the team order must be the partition order");
@@ -129,13 +138,17 @@ final class TeamFormation {
     return "executor " + env.executorId() + "@" + host(env) + " pid " + ProcessHandle.current().pid();
   }
 
-  /** The rank of this task, after checking that the stage has one task per rank of the grid. */
-  private static int requireTeamSize(BarrierTaskContext ctx, CpGrid grid) {
-    int rank = ctx.partitionId();
+  /**
+   * The rank of this task within its team, after checking that the stage has one task per rank of
+   * every team (teams x cp).
+   */
+  private static int requireTeamSize(BarrierTaskContext ctx, RoutePlan plan) {
+    CpGrid grid = plan.grid;
+    int rank = ctx.partitionId() % grid.size();
     int tasks = ctx.getTaskInfos().length;
-    if (tasks != grid.size()) {
-      throw new IllegalStateException("rank " + rank + ": the barrier stage has " + tasks + " tasks, the team needs cp = "
-          + grid.size() + " (grid " + grid + ")");
+    if (tasks != plan.stageTasks()) {
+      throw new IllegalStateException("rank " + rank + ": the barrier stage has " + tasks + " tasks, its "
+          + plan.teams + " team(s) need cp = " + grid.size() + " (grid " + grid + ") each");
     }
     return rank;
   }
@@ -144,8 +157,9 @@ final class TeamFormation {
     return env.blockManager().blockManagerId().host();
   }
 
-  private static String teamId(SparkEnv env, BarrierTaskContext ctx) {
-    return env.conf().getAppId() + "/stage-" + ctx.stageId() + "." + ctx.stageAttemptNumber();
+  private static String teamId(SparkEnv env, BarrierTaskContext ctx, RoutePlan plan) {
+    String stage = env.conf().getAppId() + "/stage-" + ctx.stageId() + "." + ctx.stageAttemptNumber();
+    return plan.teams == 1 ? stage : stage + "/team-" + ctx.partitionId() / plan.grid.size();
   }
 
   /** Distinct NVSHMEM member ids (announced as the address): two ranks in one process cannot both be PEs. */

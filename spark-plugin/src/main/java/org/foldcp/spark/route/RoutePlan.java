@@ -99,6 +99,8 @@ public final class RoutePlan implements Serializable {
   public final boolean allowNonFinite;
   /** Which SQL metrics the operator keeps (spark.foldcp.metrics.level); not part of how the route runs. */
   public final FoldCpConf.MetricsLevel metricsLevel;
+  /** CP teams of a barrier stage (spark.foldcp.cp.teams): the stage runs teams x cp tasks; 1 otherwise. */
+  public final int teams;
 
   /** A plan on the CPU backend; a barrier plan's team talks over TCP. */
   public RoutePlan(Kind kind, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis, long connectTimeoutMillis,
@@ -120,13 +122,14 @@ public final class RoutePlan implements Serializable {
   public RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
                    long barrierTimeoutMillis, long connectTimeoutMillis, String reason) {
     this(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason,
-        false, FoldCpConf.MetricsLevel.ESSENTIAL);
+        false, FoldCpConf.MetricsLevel.ESSENTIAL, 1);
   }
 
   private RoutePlan(Kind kind, Backend backend, Transport transport, Nvshmem nvshmem, CpGrid grid, int threadsPerTask,
                     long barrierTimeoutMillis, long connectTimeoutMillis, String reason, boolean allowNonFinite,
-                    FoldCpConf.MetricsLevel metricsLevel) {
+                    FoldCpConf.MetricsLevel metricsLevel, int teams) {
     this.allowNonFinite = allowNonFinite;
+    this.teams = teams;
     this.metricsLevel = Objects.requireNonNull(metricsLevel, "metricsLevel");
     this.kind = Objects.requireNonNull(kind, "kind");
     this.backend = Objects.requireNonNull(backend, "backend");
@@ -142,6 +145,10 @@ public final class RoutePlan implements Serializable {
       case TCP -> kind == Kind.BARRIER && backend == Backend.CPU && nvshmem == null;
       case NVSHMEM -> kind == Kind.BARRIER && backend == Backend.GPU && nvshmem != null;
     };
+    if (teams < 1 || (teams > 1 && transport != Transport.TCP)) {
+      throw new IllegalArgumentException("inconsistent route plan: " + describe() + ": " + teams + " teams (more than"
+          + " one team per stage runs CPU ranks over TCP only; each GPU team would need its own NVSHMEM world)");
+    }
     if (!consistent) {
       throw new IllegalArgumentException("inconsistent route plan: " + describe() + (nvshmem == null ? "" : ", "
           + nvshmem.describe()) + " (a barrier plan runs CPU ranks over TCP or GPU ranks in an NVSHMEM team"
@@ -168,31 +175,42 @@ public final class RoutePlan implements Serializable {
   /** The same plan computing on {@code b}. */
   public RoutePlan withBackend(Backend b) {
     return new RoutePlan(kind, b, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason, allowNonFinite, metricsLevel);
+        connectTimeoutMillis, reason, allowNonFinite, metricsLevel, teams);
   }
 
   /** The same plan with {@code why} as its reason. */
   public RoutePlan withReason(String why) {
     return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, why, allowNonFinite, metricsLevel);
+        connectTimeoutMillis, why, allowNonFinite, metricsLevel, teams);
   }
 
   /** The same plan letting input with NaN or Inf through ({@code allow}) or failing on it. */
   public RoutePlan withAllowNonFinite(boolean allow) {
     return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason, allow, metricsLevel);
+        connectTimeoutMillis, reason, allow, metricsLevel, teams);
   }
 
   /** The same plan keeping the operator's SQL metrics of {@code level}. */
   public RoutePlan withMetricsLevel(FoldCpConf.MetricsLevel level) {
     return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
-        connectTimeoutMillis, reason, allowNonFinite, level);
+        connectTimeoutMillis, reason, allowNonFinite, level, teams);
+  }
+
+  /** The same barrier plan forming {@code t} teams of cp ranks in its stage (CPU ranks over TCP). */
+  public RoutePlan withTeams(int t) {
+    return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
+        connectTimeoutMillis, reason, allowNonFinite, metricsLevel, t);
+  }
+
+  /** Tasks of the barrier stage: teams x cp. */
+  public int stageTasks() {
+    return teams * grid.size();
   }
 
   /** The same barrier plan with GPU ranks in an NVSHMEM team. */
   public RoutePlan withNvshmem(Nvshmem settings) {
     return new RoutePlan(kind, Backend.GPU, Transport.NVSHMEM, Objects.requireNonNull(settings, "settings"), grid,
-        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason, allowNonFinite, metricsLevel);
+        threadsPerTask, barrierTimeoutMillis, connectTimeoutMillis, reason, allowNonFinite, metricsLevel, teams);
   }
 
   /**
@@ -204,6 +222,9 @@ public final class RoutePlan implements Serializable {
         .append(" grid=").append(grid).append(" backend=").append(backend.name().toLowerCase(Locale.ROOT));
     if (transport != Transport.NONE) {
       sb.append(" transport=").append(transport.label());
+    }
+    if (teams > 1) {
+      sb.append(" teams=").append(teams);
     }
     if (nvshmem != null) {
       sb.append(" storeRoute=").append(nvshmem.storeRoute().label()).append(" reshard=")

@@ -232,7 +232,7 @@ public final class RouteChooser {
    */
   private static RoutePlan tcp(FoldCpConf conf, SparkFacts facts, CpGrid grid, int threads, String reason) {
     if (!facts.networkCrypto()) {
-      return plan(Kind.BARRIER, grid, threads, conf, reason);
+      return plan(Kind.BARRIER, grid, threads, conf, reason).withTeams(conf.get(FoldCpConf.CP_TEAMS));
     }
     if (conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.AUTO) {
       return plan(Kind.SHUFFLE, grid, threads, conf, reason + "; but " + SparkKeys.NETWORK_CRYPTO + " = true and the TCP team's"
@@ -267,6 +267,12 @@ public final class RouteChooser {
   }
 
   private static RoutePlan nvshmem(FoldCpConf conf, CpGrid grid, int threads, String reason) {
+    int teams = conf.get(FoldCpConf.CP_TEAMS);
+    if (teams > 1) {
+      throw InvalidInputException.of(FoldCpConf.CP_TEAMS.name(), teams, "more than one team per barrier stage runs"
+          + " CPU ranks only (" + FoldCpConf.CP_TRANSPORT.name() + " = tcp): each GPU team would need its own NVSHMEM"
+          + " world, which the GPU ranks do not form yet");
+    }
     return plan(Kind.BARRIER, grid, threads, conf, reason).withNvshmem(
         new RoutePlan.Nvshmem(conf.nvshmemHome(), conf.get(FoldCpConf.NVSHMEM_HEAP_BYTES),
             conf.get(FoldCpConf.NVSHMEM_STORE_ROUTE), conf.get(FoldCpConf.NVSHMEM_RESHARD)));

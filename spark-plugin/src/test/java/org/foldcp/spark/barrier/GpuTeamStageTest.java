@@ -44,13 +44,13 @@ class GpuTeamStageTest {
   @Test
   void theAnnouncementRoundAgreesThroughAnyAllGather() {
     String[] messages = {announcement(0, "executor 0@h pid 1").encode(), announcement(1, "executor 1@h pid 2").encode()};
-    TeamFormation.Agreement a = TeamFormation.agree(mine -> messages, 1, GRID, announcement(1, "executor 1@h pid 2"));
+    TeamFormation.Agreement a = TeamFormation.agree(mine -> messages, 0, 1, GRID, announcement(1, "executor 1@h pid 2"));
     assertEquals(2, a.team().size());
     assertEquals("executor 0@h pid 1", a.team().get(0).address());
     assertEquals(List.of(new ComplexShape("a", 13, 8)), a.complexes());
     String[] swapped = {messages[1], messages[0]};
     IllegalStateException e = assertThrows(IllegalStateException.class,
-        () -> TeamFormation.agree(mine -> swapped, 0, GRID, announcement(0, "x")));
+        () -> TeamFormation.agree(mine -> swapped, 0, 0, GRID, announcement(0, "x")));
     assertTrue(e.getMessage().contains("the team order must be the partition order"), e.getMessage());
   }
 

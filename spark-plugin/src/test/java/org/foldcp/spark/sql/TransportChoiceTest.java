@@ -45,6 +45,20 @@ class TransportChoiceTest {
   }
 
   @Test
+  void teamsCarryIntoATcpPlanAndAreRefusedForAGpuTeam() {
+    RoutePlan tcp = RouteChooser.choose(conf("spark.master", CLUSTER, "spark.foldcp.cp.teams", "3"),
+        TransportChoiceTest::notAsked);
+    assertEquals(Transport.TCP, tcp.transport);
+    assertEquals(3, tcp.teams);
+    assertEquals(6, tcp.stageTasks());
+    assertEquals("barrier cp=2 grid=2x1 backend=cpu transport=tcp teams=3", tcp.describe());
+    InvalidInputException e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(conf("spark.master",
+        CLUSTER, "spark.executor.resource.gpu.amount", "1", "spark.foldcp.cp.teams", "2"), TransportChoiceTest::notAsked));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.cp.teams = 2: more than one team per barrier stage runs CPU"
+        + " ranks only"), e.getMessage());
+  }
+
+  @Test
   void autoPicksNvshmemWhenTheExecutorsHaveGpus() {
     RoutePlan p = RouteChooser.choose(conf("spark.master", CLUSTER, "spark.executor.resource.gpu.amount", "1",
         "spark.foldcp.nvshmem.heapBytes", "2g", "spark.foldcp.nvshmem.home", "/opt/nvshmem"),
