@@ -38,8 +38,11 @@ class NotebookTest {
   static final String NOTEBOOK = "fold-cp-explore.ipynb";
   static final List<String> PNGS = List.of("mask.png", "channels-before.png", "pair-before-after.png", "layer-times.png");
 
+  /** What the kernel prints when it lost that race at startup (see the retry below). */
+  private static final String KERNEL_START_RACE = "because \"this.handlers\" is null";
+
   @Test
-  @Timeout(value = 300, unit = TimeUnit.SECONDS)
+  @Timeout(value = 540, unit = TimeUnit.SECONDS)
   void notebookRunsHeadlessAndDrawsItsPlots() throws Exception {
     Path examples = Path.of("").toAbsolutePath(); // surefire runs in the module's folder
     Path source = examples.resolve("notebook").resolve(NOTEBOOK);
@@ -65,13 +68,17 @@ class NotebookTest {
     assertEquals(0, inst.code, "install-kernel failed:\n" + inst.tail);
 
     Files.copy(source, run.resolve(NOTEBOOK));
-    Result r = exec(List.of("jupyter", "nbconvert", "--to", "notebook", "--execute",
-            "--ExecutePreprocessor.timeout=200", "--ExecutePreprocessor.startup_timeout=240",
-            "--ExecutePreprocessor.kernel_name=fold-cp-java",
-            "--output", "executed.ipynb", NOTEBOOK), run,
-        Map.of("JUPYTER_PATH", jupyterPath.toString(), "JUPYTER_DATA_DIR", jupyterPath.toString(),
-            "JUPYTER_RUNTIME_DIR", work.resolve("runtime").toString(), "FOLDCP_SPARK_UI", "false"),
-        log, 480);
+    List<String> convert = List.of("jupyter", "nbconvert", "--to", "notebook", "--execute",
+        "--ExecutePreprocessor.timeout=200", "--ExecutePreprocessor.startup_timeout=60",
+        "--ExecutePreprocessor.kernel_name=fold-cp-java", "--output", "executed.ipynb", NOTEBOOK);
+    Map<String, String> env = Map.of("JUPYTER_PATH", jupyterPath.toString(), "JUPYTER_DATA_DIR", jupyterPath.toString(),
+        "JUPYTER_RUNTIME_DIR", work.resolve("runtime").toString(), "FOLDCP_SPARK_UI", "false");
+    Result r = exec(convert, run, env, log, 240);
+    if (r.code != 0 && Files.readString(log).contains(KERNEL_START_RACE)) {
+      // The kernel (rapaio-jupyter-kernel) can take its first shell message before its handlers are
+      // set and never answer it: nothing of the notebook ran. One fresh kernel gets past it.
+      r = exec(convert, run, env, work.resolve("nbconvert-2.log"), 240);
+    }
     assertEquals(0, r.code, "jupyter nbconvert --execute failed (nbconvert " + nbconvert + "); log " + log + ":\n" + r.tail);
 
     JsonNode nb = new ObjectMapper().readTree(run.resolve("executed.ipynb").toFile());
