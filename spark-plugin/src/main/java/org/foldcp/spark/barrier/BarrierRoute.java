@@ -1,6 +1,7 @@
 package org.foldcp.spark.barrier;
 
 import java.util.List;
+import org.apache.spark.SparkContext;
 import org.apache.spark.api.java.JavaRDD;
 import org.apache.spark.rdd.RDD;
 import org.foldcp.ops.cp.CpGrid;
@@ -45,8 +46,8 @@ public final class BarrierRoute implements TileRoute {
   private static final Logger LOG = LoggerFactory.getLogger(BarrierRoute.class);
 
   @Override
-  public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan plan, RouteMetrics metrics) {
-    BarrierPreflight.check(tiles.context(), plan, stack);
+  public JavaRDD<TileRecord> run(JavaRDD<TileRecord> tiles, LayerStack stack, RoutePlan asked, RouteMetrics metrics) {
+    RoutePlan plan = resolveTeams(tiles.context(), asked, stack); // the stage's plan: teams known
     CpGrid grid = plan.grid;
     boolean allowNonFinite = plan.allowNonFinite;
     TeamAssignment teams = plan.teams > 1 ? assign(tiles, plan.teams) : null;
@@ -74,6 +75,22 @@ public final class BarrierRoute implements TileRoute {
           stack.dim(), plan.threadsPerTask);
     }
     return JavaRDD.fromRDD(out, tag);
+  }
+
+  /**
+   * Runs the preflight and, for teams = auto, fixes the number: as many teams of cp as the task
+   * slots hold once the preflight has seen at least cp of them (slots / cp, at least 1).
+   */
+  private static RoutePlan resolveTeams(SparkContext sc, RoutePlan plan, LayerStack stack) {
+    if (plan.teams != RoutePlan.AUTO_TEAMS) {
+      BarrierPreflight.check(sc, plan, stack);
+      return plan;
+    }
+    BarrierPreflight.check(sc, plan.withTeams(1), stack);
+    int slots = BarrierPreflight.slots(sc);
+    int teams = Math.max(1, slots / plan.grid.size());
+    LOG.info("TriMul route: teams = auto: {} task slots / cp = {} -> {} teams", slots, plan.grid.size(), teams);
+    return plan.withTeams(teams);
   }
 
   /**

@@ -103,10 +103,11 @@ public final class FoldCpConf implements Serializable {
       ValueParsers.intAtLeast(1));
 
   public static final ConfKey<Integer> CP_TEAMS = register("cp.teams",
-      "an integer >= 1", "1",
+      "auto or an integer >= 1", "1",
       "CP teams one barrier stage forms (route barrier, transport tcp): the stage runs teams x cp tasks,"
-          + " each team of cp ranks its own complexes, the complexes spread over the teams by their FLOPs.",
-      ValueParsers.intAtLeast(1));
+          + " each team of cp ranks its own complexes, the complexes spread over the teams by their FLOPs;"
+          + " auto: as many teams as the task slots hold when the stage starts (slots / cp).",
+      ValueParsers.autoOrIntAtLeast(1));
 
   public static final ConfKey<Optional<CpGrid>> GRID = register("grid",
       "empty or cp0xcp1 with cp0, cp1 >= 1, e.g. 2x2 (a bare n means nx1)", "",

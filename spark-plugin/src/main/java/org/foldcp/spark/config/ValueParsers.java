@@ -31,6 +31,12 @@ final class ValueParsers {
     };
   }
 
+  /** "auto" (any case) as 0, else an integer >= {@code min}. */
+  static ConfKey.Parser<Integer> autoOrIntAtLeast(int min) {
+    ConfKey.Parser<Integer> number = intAtLeast(min);
+    return (key, raw, values) -> raw.trim().equalsIgnoreCase("auto") ? 0 : number.parse(key, raw, values);
+  }
+
   static ConfKey.Parser<Boolean> bool() {
     return (key, raw, values) -> {
       switch (raw.toLowerCase(Locale.ROOT)) {

@@ -99,8 +99,13 @@ public final class RoutePlan implements Serializable {
   public final boolean allowNonFinite;
   /** Which SQL metrics the operator keeps (spark.foldcp.metrics.level); not part of how the route runs. */
   public final FoldCpConf.MetricsLevel metricsLevel;
-  /** CP teams of a barrier stage (spark.foldcp.cp.teams): the stage runs teams x cp tasks; 1 otherwise. */
+  /**
+   * CP teams of a barrier stage (spark.foldcp.cp.teams): the stage runs teams x cp tasks; 1 for
+   * other routes; {@link #AUTO_TEAMS} until the barrier route resolves it from the task slots.
+   */
   public final int teams;
+  /** {@link #teams} of a plan whose barrier route picks the number from the slots it finds (slots / cp). */
+  public static final int AUTO_TEAMS = 0;
 
   /** A plan on the CPU backend; a barrier plan's team talks over TCP. */
   public RoutePlan(Kind kind, CpGrid grid, int threadsPerTask, long barrierTimeoutMillis, long connectTimeoutMillis,
@@ -145,9 +150,10 @@ public final class RoutePlan implements Serializable {
       case TCP -> kind == Kind.BARRIER && backend == Backend.CPU && nvshmem == null;
       case NVSHMEM -> kind == Kind.BARRIER && backend == Backend.GPU && nvshmem != null;
     };
-    if (teams < 1 || (teams > 1 && transport != Transport.TCP)) {
+    if (teams < AUTO_TEAMS || (teams != 1 && transport != Transport.TCP)) {
       throw new IllegalArgumentException("inconsistent route plan: " + describe() + ": " + teams + " teams (more than"
-          + " one team per stage runs CPU ranks over TCP only; each GPU team would need its own NVSHMEM world)");
+          + " one team per stage, or auto, runs CPU ranks over TCP only; each GPU team would need its own NVSHMEM"
+          + " world)");
     }
     if (!consistent) {
       throw new IllegalArgumentException("inconsistent route plan: " + describe() + (nvshmem == null ? "" : ", "
@@ -202,8 +208,11 @@ public final class RoutePlan implements Serializable {
         connectTimeoutMillis, reason, allowNonFinite, metricsLevel, t);
   }
 
-  /** Tasks of the barrier stage: teams x cp. */
+  /** Tasks of the barrier stage: teams x cp (once the number of teams is known). */
   public int stageTasks() {
+    if (teams == AUTO_TEAMS) {
+      throw new IllegalStateException("the teams of " + describe() + " are not resolved yet (BarrierRoute does it)");
+    }
     return teams * grid.size();
   }
 
@@ -223,8 +232,8 @@ public final class RoutePlan implements Serializable {
     if (transport != Transport.NONE) {
       sb.append(" transport=").append(transport.label());
     }
-    if (teams > 1) {
-      sb.append(" teams=").append(teams);
+    if (teams != 1) {
+      sb.append(" teams=").append(teams == AUTO_TEAMS ? "auto" : Integer.toString(teams));
     }
     if (nvshmem != null) {
       sb.append(" storeRoute=").append(nvshmem.storeRoute().label()).append(" reshard=")

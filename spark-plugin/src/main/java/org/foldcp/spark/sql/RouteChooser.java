@@ -268,7 +268,7 @@ public final class RouteChooser {
 
   private static RoutePlan nvshmem(FoldCpConf conf, CpGrid grid, int threads, String reason) {
     int teams = conf.get(FoldCpConf.CP_TEAMS);
-    if (teams > 1) {
+    if (teams > 1) { // auto (0) means one team here: a GPU stage forms one NVSHMEM team
       throw InvalidInputException.of(FoldCpConf.CP_TEAMS.name(), teams, "more than one team per barrier stage runs"
           + " CPU ranks only (" + FoldCpConf.CP_TRANSPORT.name() + " = tcp): each GPU team would need its own NVSHMEM"
           + " world, which the GPU ranks do not form yet");

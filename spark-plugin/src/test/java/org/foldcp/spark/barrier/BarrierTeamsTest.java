@@ -96,6 +96,18 @@ class BarrierTeamsTest {
   }
 
   @Test
+  void autoTeamsFillTheTaskSlots() {
+    RoutePlan auto = plan(RoutePlan.AUTO_TEAMS);
+    assertTrue(auto.describe().endsWith("teams=auto"), auto.describe());
+    assertThrows(IllegalStateException.class, auto::stageTasks, "unresolved until the route sees the slots");
+    JavaRDD<TileRecord> out = new BarrierRoute().run(jsc.parallelize(BarrierRouteTest.whole(COMPLEXES), 3), STACK,
+        auto, RouteMetrics.NONE);
+    assertEquals(4, out.getNumPartitions(), "local[4] holds 4 / cp = 2 teams of two ranks");
+    Map<String, PairTensor> got = BarrierRouteTest.reassemble(out.collect());
+    EXPECTED.forEach((id, want) -> assertTrue(got.get(id).sameAs(want), id + " must equal the cp = 1 result"));
+  }
+
+  @Test
   void complexesSpreadByWorkNotByCount() {
     List<TeamAssignment.Complex> cs = new ArrayList<>();
     cs.add(new TeamAssignment.Complex("big", 3000, 128));

@@ -293,4 +293,15 @@ class FoldCpConfTest {
       assertTrue(lines[2 + i].startsWith("| `" + k.name() + "` | " + def + " | " + k.doc()), lines[2 + i]);
     }
   }
+
+  @Test
+  void cpTeamsIsAutoOrAPositiveInteger() {
+    assertEquals(1, FoldCpConf.from(Map.of()).get(FoldCpConf.CP_TEAMS));
+    assertEquals(3, FoldCpConf.from(Map.of("spark.foldcp.cp.teams", "3")).get(FoldCpConf.CP_TEAMS));
+    assertEquals(0, FoldCpConf.from(Map.of("spark.foldcp.cp.teams", "Auto")).get(FoldCpConf.CP_TEAMS));
+    InvalidInputException e = assertThrows(InvalidInputException.class,
+        () -> FoldCpConf.from(Map.of("spark.foldcp.cp.teams", "0")));
+    assertTrue(e.getMessage().startsWith("spark.foldcp.cp.teams = '0': must be auto or an integer >= 1"),
+        e.getMessage());
+  }
 }
