@@ -42,6 +42,11 @@ final class LocalCluster implements AutoCloseable {
   static final int EXECUTORS = 2;
   /** MiB per Worker, all of it for its executor (Spark's default executor memory is 1g). */
   private static final int WORKER_MEMORY_MB = 1024;
+  /**
+   * A setting of {@link #start(Map)} that is not Spark's: the task slots of each Worker (default 1),
+   * for tests that need more than {@link #EXECUTORS} slots at once (several CP teams).
+   */
+  static final String WORKER_CORES = "foldcp.test.workerCores";
   /** Executor JVMs start with a few hundred jars on a machine shared with other builds. */
   private static final Duration EXECUTOR_START = Duration.ofSeconds(120);
   /** Far more than any job here needs (seconds); a job still running then is stuck. */
@@ -69,7 +74,8 @@ final class LocalCluster implements AutoCloseable {
     Path sparkHome = assembledSparkHome();
     Path confDir = Path.of(System.getProperty("foldcp.conf.dir", "../conf")).toAbsolutePath().normalize();
     SparkConf conf = new SparkConf()
-        .setMaster("local-cluster[" + EXECUTORS + ",1," + WORKER_MEMORY_MB + "]")
+        .setMaster("local-cluster[" + EXECUTORS + "," + settings.getOrDefault(WORKER_CORES, "1") + ","
+            + WORKER_MEMORY_MB + "]")
         .setAppName("fold-cp cluster tests")
         .set("spark.plugins", "org.foldcp.spark.plugin.FoldCpPlugin")
         // so that a SparkSession on this context plans FoldCp.apply (ClusterDataTest)
@@ -86,7 +92,11 @@ final class LocalCluster implements AutoCloseable {
         .set("spark.driver.host", "127.0.0.1")
         .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.ui.enabled", "false");
-    settings.forEach(conf::set);
+    settings.forEach((k, v) -> {
+      if (!k.equals(WORKER_CORES)) {
+        conf.set(k, v);
+      }
+    });
     LocalCluster cluster = new LocalCluster(new JavaSparkContext(conf), sparkHome);
     try {
       cluster.awaitExecutors();
