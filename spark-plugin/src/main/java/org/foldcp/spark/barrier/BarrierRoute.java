@@ -20,13 +20,14 @@ import scala.reflect.ClassTag$;
 
 /**
  * The barrier route (docs/design.md sections 3-4): one barrier stage of cp tasks, task r being CP rank
- * r. The plan's transport says how the two reshards of every layer move between the tasks: over
+ * r; with T teams (spark.foldcp.cp.teams, CPU ranks) T x cp tasks, task t x cp + r being rank r of
+ * team t, each team with its own complexes ({@link TeamAssignment}). The plan's transport says how the two reshards of every layer move between the tasks: over
  * TCP between CPU ranks ({@link TcpRankTask}), or fused into the kernels' stores between GPU ranks
  * of an NVSHMEM team ({@link GpuRankTask}). Both use the same layout, so everything but the
  * stage's body is shared.
  * <ol>
  *   <li>input tiles of any tiling are cut into the pieces of each rank's layout tile and
- *       shuffled to partition = rank (one shuffle for the whole stack);
+ *       shuffled to partition = team x cp + rank (one shuffle for the whole stack);
  *   <li>each partition assembles its layout tiles (padded, masked);
  *   <li>the barrier stage forms the team and runs every complex through the stack
  *       ({@link TcpRankTask} or {@link GpuRankTask}); output: one tile per (complex, rank), cropped to N,

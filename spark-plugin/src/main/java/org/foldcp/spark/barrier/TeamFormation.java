@@ -24,16 +24,17 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Turns the cp tasks of a barrier stage into a CP team (docs/design.md section 4): each task announces
+ * Turns the tasks of a barrier stage into its CP teams of cp ranks (one, or spark.foldcp.cp.teams
+ * of them; docs/design.md section 4): each task announces
  * itself with one allGather ({@link RankAnnouncement}) and checks that the team is complete and
  * that all ranks agree on the work ({@link TeamWorkload}). A TCP team ({@link #form}) listens for
  * its peers first, announces its address and then connects the mesh; a GPU team
  * ({@link #announce}) announces its NVSHMEM member id, and the NVSHMEM team forms afterwards
  * (GpuRankTask).
  *
- * <p>The rank is the partition index, which is also the logical CP rank: the tiles were
- * partitioned by rank before the stage, so the rank cannot be reassigned here. allGather lists
- * the messages in partition order, which is therefore also the team order.
+ * <p>Task p is rank p % cp of team p / cp, that rank being the logical CP rank: the tiles were
+ * partitioned by (team, rank) before the stage, so the rank cannot be reassigned here. allGather
+ * lists the messages in partition order, so a team's members are one run of cp places in it.
  */
 final class TeamFormation {
   private static final Logger LOG = LoggerFactory.getLogger(TeamFormation.class);
