@@ -111,16 +111,16 @@ public final class BarrierPreflight {
    * still be registering: wait for them up to the barrier timeout, then fail.
    */
   static void checkSlots(SparkContext sc, RoutePlan plan) {
-    int cp = plan.stageTasks(); // teams x cp tasks at once
+    int tasks = plan.stageTasks(); // every rank of every team at once
     int slots = slots(sc);
-    if (slots >= cp) {
+    if (slots >= tasks) {
       return;
     }
     if (!sc.isLocal()) {
-      LOG.info("barrier route: {} task slots for cp = {}; waiting up to {} ms for executors to register", slots, cp,
-          plan.barrierTimeoutMillis);
+      LOG.info("barrier route: {} task slots for {} tasks (cp = {}, {} team(s)); waiting up to {} ms for executors"
+          + " to register", slots, tasks, plan.grid.size(), plan.teams, plan.barrierTimeoutMillis);
       long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(plan.barrierTimeoutMillis);
-      while (slots < cp && System.nanoTime() < deadline) {
+      while (slots < tasks && System.nanoTime() < deadline) {
         try {
           Thread.sleep(SLOT_POLL_MILLIS);
         } catch (InterruptedException e) {
@@ -129,7 +129,7 @@ public final class BarrierPreflight {
         }
         slots = slots(sc);
       }
-      if (slots >= cp) {
+      if (slots >= tasks) {
         return;
       }
     }

@@ -55,7 +55,7 @@ final class GpuRankTask extends RankBody {
 
   @Override
   Iterator<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
-    int rank = ctx.partitionId();
+    int rank = RankPartitioner.rankOf(ctx.partitionId(), plan.grid.size());
     try {
       SparkEnv env = SparkEnv.get();
       String why = NativeCp.unavailableReason(plan.nvshmem.home());

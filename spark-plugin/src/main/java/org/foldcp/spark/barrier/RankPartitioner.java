@@ -27,6 +27,16 @@ public final class RankPartitioner extends Partitioner {
     this.teams = teams;
   }
 
+  /** The CP rank (within its team) of barrier task {@code partition}: the inverse of {@link #getPartition}. */
+  static int rankOf(int partition, int cp) {
+    return partition % cp;
+  }
+
+  /** The team of barrier task {@code partition}. */
+  static int teamOf(int partition, int cp) {
+    return partition / cp;
+  }
+
   @Override
   public int numPartitions() {
     return cp * (teams == null ? 1 : teams.teams());

@@ -32,7 +32,7 @@ final class TcpRankTask extends RankBody {
 
   @Override
   Iterator<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
-    int rank = ctx.partitionId() % plan.grid.size(); // the rank within its team (the tasks are the teams in turn)
+    int rank = RankPartitioner.rankOf(ctx.partitionId(), plan.grid.size());
     TcpTransport transport = null;
     try {
       Map<String, TileRecord> mine = RankTiles.tilesOf(rank, input, plan.grid);

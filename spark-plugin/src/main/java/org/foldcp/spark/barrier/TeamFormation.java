@@ -50,7 +50,7 @@ final class TeamFormation {
   static Formed form(BarrierTaskContext ctx, RoutePlan plan, LayerStack stack, Collection<TileRecord> tiles) {
     CpGrid grid = plan.grid;
     int rank = requireTeamSize(ctx, plan);
-    int team = ctx.partitionId() / grid.size();
+    int team = RankPartitioner.teamOf(ctx.partitionId(), grid.size());
     SparkEnv env = SparkEnv.get();
     // the host other executors already use to reach this one (block transfers): reachable by the peers
     String host = host(env);
@@ -101,7 +101,8 @@ final class TeamFormation {
                             String memberId) {
     int rank = requireTeamSize(ctx, plan);
     SparkEnv env = SparkEnv.get();
-    Agreement agreed = agree(ctx::allGather, ctx.partitionId() / plan.grid.size(), rank, plan.grid,
+    int team = RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size());
+    Agreement agreed = agree(ctx::allGather, team, rank, plan.grid,
         RankAnnouncement.of(rank, memberId, host(env), env.executorId(), tiles, stack));
     checkOneProcessPerRank(agreed.team());
     log(rank, teamId(env, ctx, plan), agreed);
@@ -145,7 +146,7 @@ final class TeamFormation {
    */
   private static int requireTeamSize(BarrierTaskContext ctx, RoutePlan plan) {
     CpGrid grid = plan.grid;
-    int rank = ctx.partitionId() % grid.size();
+    int rank = RankPartitioner.rankOf(ctx.partitionId(), grid.size());
     int tasks = ctx.getTaskInfos().length;
     if (tasks != plan.stageTasks()) {
       throw new IllegalStateException("rank " + rank + ": the barrier stage has " + tasks + " tasks, its "
@@ -160,7 +161,8 @@ final class TeamFormation {
 
   private static String teamId(SparkEnv env, BarrierTaskContext ctx, RoutePlan plan) {
     String stage = env.conf().getAppId() + "/stage-" + ctx.stageId() + "." + ctx.stageAttemptNumber();
-    return plan.teams == 1 ? stage : stage + "/team-" + ctx.partitionId() / plan.grid.size();
+    return plan.teams == 1 ? stage
+        : stage + "/team-" + RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size());
   }
 
   /** Distinct NVSHMEM member ids (announced as the address): two ranks in one process cannot both be PEs. */

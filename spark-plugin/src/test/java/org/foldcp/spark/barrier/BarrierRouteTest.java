@@ -46,9 +46,7 @@ class BarrierRouteTest {
   static void start() {
     COMPLEXES.put("complex-13", PairTensor.random(1, 13, D, 101, 0.15));
     COMPLEXES.put("complex-16", PairTensor.random(1, 16, D, 102, 0.15));
-    try (CpuTriMul cpu = new CpuTriMul(1)) {
-      COMPLEXES.forEach((id, x) -> EXPECTED.put(id, cpu.forward(x, STACK)));
-    }
+    EXPECTED.putAll(cp1(COMPLEXES, STACK));
     spark = SparkSessions.local("local[4]");
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
   }
@@ -67,6 +65,15 @@ class BarrierRouteTest {
 
   static RoutePlan plan(CpGrid grid) {
     return new RoutePlan(RoutePlan.Kind.BARRIER, grid, 1, 60_000, 10_000, "test");
+  }
+
+  /** The operator library's cp = 1 forward of each complex: what every route must give bit for bit. */
+  static Map<String, PairTensor> cp1(Map<String, PairTensor> complexes, LayerStack stack) {
+    Map<String, PairTensor> out = new LinkedHashMap<>();
+    try (CpuTriMul cpu = new CpuTriMul(1)) {
+      complexes.forEach((id, x) -> out.put(id, cpu.forward(x, stack)));
+    }
+    return out;
   }
 
   /** Each complex whole, as one tile. */

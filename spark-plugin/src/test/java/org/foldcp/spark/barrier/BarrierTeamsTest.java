@@ -16,7 +16,6 @@ import org.apache.spark.api.java.JavaSparkContext;
 import org.apache.spark.sql.SparkSession;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
-import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.route.RouteMetrics;
@@ -47,9 +46,7 @@ class BarrierTeamsTest {
     for (int k = 0; k < ns.length; k++) {
       COMPLEXES.put("c" + k, PairTensor.random(1, ns[k], D, 300 + k, 0.1));
     }
-    try (CpuTriMul cpu = new CpuTriMul(1)) {
-      COMPLEXES.forEach((id, x) -> EXPECTED.put(id, cpu.forward(x, STACK)));
-    }
+    EXPECTED.putAll(BarrierRouteTest.cp1(COMPLEXES, STACK));
     spark = SparkSessions.local("local[4]");
     jsc = JavaSparkContext.fromSparkContext(spark.sparkContext());
   }
