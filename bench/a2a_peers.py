@@ -8,7 +8,7 @@ Method (docs/benchmarks.md): per dtype (bf16, fp32) and message size (MiB of inp
 [1, S_local, 32 heads, 128] per rank; 36 heads at world 6), every arm checked first (ours equal to NCCL + permute bit
 for bit), then >= 10 samples per arm; before each sample every rank overwrites a 256 MiB scratch
 buffer (cold L2) and the ranks meet at a barrier; a sample is the slowest rank's CUDA-event time;
-the arm order rotates every iteration (iteration k starts at arm k mod 4 of the order each row
+the arm order rotates every iteration (iteration k starts at arm k mod the number of arms of the order each row
 records after "rotated:"); the median is reported with the bytes a rank sends (every block but its own) per
 second. Arms:
   ours          foldcp_a2a_scatter_heads into the plan's output buffer (zero copy);
@@ -16,10 +16,14 @@ second. Arms:
   nccl_permute  the permute into block order, all_to_all_single, the permute into [B, S, H / W, Dh];
   copy          every rank copies the bytes it would send to the next GPU (copy_ across devices,
                 NVLink), all at once: the ceiling of moving those bytes.
-Rows: date,commit,gpu,world,heads,dtype,mib_per_rank,arm,median_ms,gb_per_s,arm_order,status
+Rows: date,commit,gpu,placement,world,heads,dtype,mib_per_rank,arm,median_ms,gb_per_s,arm_order,status
+(placement gpu_per_rank, or shared_gpu with --shared-gpu: every rank on GPU 0, no speed figure, see
+fold_team.py; there NCCL refuses, the nccl arms get status nccl_refused, ours is checked bit for bit
+against the same scatter assembled from the inputs gathered over gloo, and copy is a copy within
+GPU 0)
 
 Usage: python3 bench/a2a_peers.py --lib native/build/libfoldcp_cp.so [--world 2] [--mib 1,16,64,256]
-           [--iters 20] [--csv out.csv]
+           [--iters 20] [--csv out.csv] [--shared-gpu]
 """
 import argparse
 import ctypes
@@ -29,7 +33,8 @@ import sys
 import torch
 import torch.distributed as dist
 
-from fold_team import FoldLib, ROUTES, enough_gpus, save_row, slowest, spawn, start, write_csv
+from fold_team import (FoldLib, Placement, ROUTES, agree, enough_gpus, gather_to, placement_args, probe_if_shared,
+                       save_row, slowest, spawn, start, write_csv)
 
 HEAD_DIM = 128
 DTYPES = {"bf16": (torch.bfloat16, 0), "fp32": (torch.float32, 2)}
@@ -95,19 +100,29 @@ def nccl_scatter(x, world):
     B, S_l, H, Dh = x.shape
     send = x.reshape(B, S_l, world, H // world, Dh).permute(2, 0, 1, 3, 4).contiguous()
     recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send)
+    dist.all_to_all_single(recv, send, group=Placement.data_group)
     return recv.permute(1, 0, 2, 3, 4).reshape(B, world * S_l, H // world, Dh)
 
 
+def gathered_scatter(x, rank, world):
+    """The same scatter built from every rank's input gathered over the control plane (no NCCL):
+    out[b, s' S_l + s, h, d] = x of rank s' at [b, s, rank H / W + h, d]."""
+    B, S_l, H, Dh = x.shape
+    Hl = H // world
+    return torch.cat([p[:, :, rank * Hl:(rank + 1) * Hl] for p in gather_to(x, world)], dim=1)
+
+
 def worker(rank, args, port):
-    log = start(rank, args.world, port, "a2a_peers")
+    log = start(rank, args, port, "a2a_peers")
     lib = A2aLib(args.lib)
     H = heads_for(args.world)
     heap = max(lib.plan_bytes(A2aConfig(1, seq_local(m, t, H), H, HEAD_DIM, code, 0), args.world)
                for m in args.mib for (t, code) in DTYPES.values())
     lib.join(rank, args.world, heap + (256 << 20))
     scratch = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    peer = (rank + 1) % args.world
+    # the copy arm's target: the next GPU, or GPU 0 itself where the ranks share it
+    peer = Placement.gpu((rank + 1) % args.world)
+    where = Placement.name()
     for name, (dtype, code) in DTYPES.items():
         for mib in args.mib:
             S_l = seq_local(mib, dtype, H)
@@ -117,7 +132,7 @@ def worker(rank, args, port):
                 plan = lib.create(A2aConfig(1, S_l, H, HEAD_DIM, code, 0))
             except MemoryError as e:
                 log(f"{name} {mib} MiB: {e}")
-                save_row(args, rank, (args.world, H, name, mib, "ours", "", "", "", "oom"))
+                save_row(args, rank, (where, args.world, H, name, mib, "ours", "", "", "", "oom"))
                 continue
             out_ptr = lib.output(plan)
             sent = lib.bytes_sent(plan)
@@ -125,23 +140,25 @@ def worker(rank, args, port):
             # the copy arm: the bytes a rank sends, into a buffer on the next GPU
             src = x.reshape(-1).view(torch.uint8)[:sent]
             dst = torch.empty(sent, dtype=torch.uint8, device=torch.device("cuda", peer))
-            arms = {
-                "ours": lambda: lib.scatter(plan, x, out_ptr),
-                "nccl": None,
-                "nccl_permute": lambda: nccl_scatter(x, args.world),
-                "copy": lambda: dst.copy_(src, non_blocking=True),
-            }
-            blocks = x.reshape(1, S_l, args.world, H // args.world, HEAD_DIM).permute(2, 0, 1, 3, 4).contiguous()
-            recv = torch.empty_like(blocks)
-            arms["nccl"] = lambda: dist.all_to_all_single(recv, blocks)
-            # check: ours (copied out of the plan's buffer) equals NCCL + permute bit for bit
+            arms = {"ours": lambda: lib.scatter(plan, x, out_ptr)}
+            if Placement.nccl_ok:
+                blocks = x.reshape(1, S_l, args.world, H // args.world, HEAD_DIM).permute(2, 0, 1, 3, 4).contiguous()
+                recv = torch.empty_like(blocks)
+                arms["nccl"] = lambda: dist.all_to_all_single(recv, blocks, group=Placement.data_group)
+                arms["nccl_permute"] = lambda: nccl_scatter(x, args.world)
+            else:
+                for a in ("nccl", "nccl_permute"):
+                    save_row(args, rank, (where, args.world, H, name, mib, a, "", "", "", "nccl_refused"))
+            arms["copy"] = lambda: dst.copy_(src, non_blocking=True)
+            # check: ours (copied out of the plan's buffer) equals NCCL + permute bit for bit (without
+            # NCCL: the scatter assembled from every rank's input gathered over gloo)
             lib.scatter(plan, x, ours_out.data_ptr())
-            ref = nccl_scatter(x, args.world)
-            same = torch.tensor([1 if torch.equal(ours_out.view(torch.uint8), ref.view(torch.uint8)) else 0],
-                                device="cuda")
-            dist.all_reduce(same, op=dist.ReduceOp.MIN)
-            log(f"check {name} {mib} MiB (S_local {S_l}): ours {'==' if same.item() else '!='} NCCL + permute, "
+            ref = nccl_scatter(x, args.world) if Placement.nccl_ok else gathered_scatter(x, rank, args.world)
+            same = agree(1 if torch.equal(ours_out.view(torch.uint8), ref.view(torch.uint8)) else 0, dist.ReduceOp.MIN)
+            refname = "NCCL + permute" if Placement.nccl_ok else "the gathered permute"
+            log(f"check {name} {mib} MiB (S_local {S_l}): ours {'==' if same else '!='} {refname}, "
                 f"route {ROUTES[lib.lib.foldcp_a2a_route(plan)]}, {sent / 2**20:.1f} MiB sent per rank")
+            del ref
             order = list(arms)
             times = {a: [] for a in order}
             ev0, ev1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -161,8 +178,8 @@ def worker(rank, args, port):
                     times[a].append(slowest(ev0.elapsed_time(ev1)))
             for a in order:
                 ms = statistics.median(times[a])
-                ok = "ok" if (a != "ours" or same.item()) else "error"
-                save_row(args, rank, (args.world, H, name, mib, a, f"{ms:.4f}", f"{sent / (ms * 1e-3) / 1e9:.1f}",
+                ok = "ok" if (a != "ours" or same) else "error"
+                save_row(args, rank, (where, args.world, H, name, mib, a, f"{ms:.4f}", f"{sent / (ms * 1e-3) / 1e9:.1f}",
                              "rotated:" + "/".join(order), ok))
                 log(f"{name} {mib} MiB {a}: {ms:.4f} ms, {sent / (ms * 1e-3) / 1e9:.1f} GB/s sent per rank")
             lib.lib.foldcp_a2a_destroy(plan)
@@ -177,15 +194,20 @@ def main():
     ap.add_argument("--mib", default="1,4,16,64,256")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--csv", default="")
+    placement_args(ap)
     args = ap.parse_args()
     args.world = args.world or torch.cuda.device_count()
     args.mib = [int(v) for v in args.mib.split(",")]
     args.iters = max(10, args.iters)
-    if args.world < 2 or not enough_gpus(args.world):
-        print("SKIP: the all-to-all benchmark needs two or more GPUs, one per rank")
+    if args.world < 2:
+        print(f"SKIP: the all-to-all benchmark needs two or more ranks (--world {args.world}; one GPU: --world 2 "
+              "--shared-gpu)")
         return 0
+    if not enough_gpus(args.world, args.shared_gpu):
+        return 0
+    probe_if_shared(args, "a2a_peers")
     rows, ok = spawn(worker, args, args.world)
-    write_csv(args.csv, "date,commit,gpu,world,heads,dtype,mib_per_rank,arm,median_ms,gb_per_s,arm_order,status",
+    write_csv(args.csv, "date,commit,gpu,placement,world,heads,dtype,mib_per_rank,arm,median_ms,gb_per_s,arm_order,status",
               rows)
     return 0 if ok else 1
 

@@ -13,8 +13,10 @@ the arms are interleaved and their order rotated every iteration, the median is 
 that failed its check is not timed and gets status error at every shape of that grid and
 direction; a plan the heap cannot hold, or a cp = 1 arm that does not fit on GPU 0, gets status
 oom. Rows are saved as they come, so a run that dies keeps what it measured.
-Rows: date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status
-(arms: ours, ours_unfused, torch_cp_nccl, ours_cp1). peak_gib: for torch_cp_nccl what the caching
+Rows: date,commit,gpu,placement,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status
+(arms: ours, ours_unfused, torch_cp_nccl, ours_cp1; placement gpu_per_rank, or shared_gpu with
+--shared-gpu: every rank on GPU 0, which proves the arms and is no speed figure, see fold_team.py;
+there NCCL refuses and torch_cp_nccl gets status nccl_refused). peak_gib: for torch_cp_nccl what the caching
 allocator holds at its peak on top of what was resident before it ran, plus its input and output
 tiles; for ours the plan's symmetric-heap bytes plus the tiles.
 
@@ -26,8 +28,9 @@ stage 1 on the token tile, all_to_all of a and b to D / cp channels per rank ove
 all_to_all of z back to the token tiles, stage 3 on the tile.
 
 Usage: python3 bench/cp_peers.py --lib native/build/libfoldcp_cp.so --grids 2x1,1x2 [--csv out.csv]
-           [--shapes "1,1024,128;1,2048,128"] [--memory-shapes "1,16384,128"] [--iters 10]
-Needs as many GPUs as ranks (cp0 * cp1, the same for every grid) and prints SKIP otherwise.
+           [--shapes "1,1024,128;1,2048,128"] [--memory-shapes "1,16384,128"] [--iters 10] [--shared-gpu]
+Needs as many GPUs as ranks (cp0 * cp1, the same for every grid) and prints SKIP otherwise, unless
+--shared-gpu.
 """
 import argparse
 import ctypes
@@ -41,7 +44,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from fold_team import FoldLib, ROUTES, enough_gpus, save_row, slowest, spawn, start, write_csv
+from fold_team import (FoldLib, Placement, ROUTES, agree, enough_gpus, gather_to, placement_args, probe_if_shared,
+                       save_row, slowest, spawn, start, write_csv)
 from torch_peers import EPS, make_trimul, make_weights, rel_err
 
 DIGEST_BYTES = 32
@@ -121,7 +125,7 @@ def torch_cp_layer(x_t, m_t, pb, direction, cp0, cp1, rank, world):
     def to_channels(t):  # (B, tr, tc, D) token tile -> (B, N_t, N_t, D / world) for my channels
         send = t.reshape(B, tr, tc, world, Dl).permute(3, 0, 1, 2, 4).contiguous()
         recv = torch.empty_like(send)
-        dist.all_to_all_single(recv, send)
+        dist.all_to_all_single(recv, send, group=Placement.data_group)
         full = t.new_empty(B, cp0 * tr, cp1 * tc, Dl)
         for src in range(world):
             i, j = divmod(src, cp1)
@@ -134,7 +138,7 @@ def torch_cp_layer(x_t, m_t, pb, direction, cp0, cp1, rank, world):
     send = torch.stack([z[:, (q // cp1) * tr:(q // cp1 + 1) * tr, (q % cp1) * tc:(q % cp1 + 1) * tc]
                         for q in range(world)]).contiguous()
     recv = torch.empty_like(send)
-    dist.all_to_all_single(recv, send)  # recv[q]: channels q Dl .. of my token tile
+    dist.all_to_all_single(recv, send, group=Placement.data_group)  # recv[q]: channels q Dl .. of my token tile
     z_t = recv.permute(1, 2, 3, 0, 4).reshape(B, tr, tc, D)
     zn = F.layer_norm(z_t, (D,), pb["norm_out.weight"], pb["norm_out.bias"], EPS)
     return torch.sigmoid(F.linear(xn, pb["g_out.weight"], pb["g_out.bias"])) * F.linear(zn, pb["p_out.weight"],
@@ -173,8 +177,7 @@ def tile_of(t, rank, cp1, tr, tc):
 
 
 def assemble(out_t, N, cp0, cp1, world):
-    parts = [torch.empty_like(out_t) for _ in range(world)]
-    dist.all_gather(parts, out_t)
+    parts = gather_to(out_t, world)
     B, tr, tc = out_t.shape[:3]
     full = out_t.new_empty((B, cp0 * tr, cp1 * tc) + tuple(out_t.shape[3:]))
     for src in range(world):
@@ -240,7 +243,9 @@ def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iter
         return torch_cp_layer(x_t, mb_t, pb, direction, cp0, cp1, rank, world_t)
 
     if not memory:
-        if "torch_cp_nccl" in bad:
+        if not Placement.nccl_ok:
+            rows.append(("torch_cp_nccl", None, None, "nccl_refused"))
+        elif "torch_cp_nccl" in bad:
             rows.append(("torch_cp_nccl", None, None, "error"))
         else:
             arms["torch_cp_nccl"] = (torch_arm, None)
@@ -254,11 +259,10 @@ def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iter
                 ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device="cuda")
             except torch.cuda.OutOfMemoryError:
                 out1 = ws = None
-        have_cp1 = torch.tensor([1 if (rank != 0 or ws is not None) else 0], device="cuda")
-        dist.all_reduce(have_cp1, op=dist.ReduceOp.MIN)
+        have_cp1 = agree(1 if (rank != 0 or ws is not None) else 0, dist.ReduceOp.MIN)
         if "ours_cp1" in bad:
             rows.append(("ours_cp1", None, None, "error"))
-        elif have_cp1.item():
+        elif have_cp1:
             arms["ours_cp1"] = ((lambda: ours.forward(h, x, m, out1, ws) if rank == 0 else None),
                                 ((ws.numel() + 2 * x.numel() * 2) / 2**30) if rank == 0 else None)
         else:
@@ -322,7 +326,7 @@ def run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank, world, iter
 
 
 def worker(rank, args, port):
-    log = start(rank, args.world, port, "cp_peers")
+    log = start(rank, args, port, "cp_peers")
     ours = OursCp(args.lib)
     # The symmetric heap: the plans alive at once (fused and unfused for a timed shape, the fused
     # one for a memory-scale shape) of any grid and shape, on the PEER route (what AUTO picks when
@@ -342,12 +346,14 @@ def worker(rank, args, port):
             bad = run_shape(ours, layer_cache, 1, CHECK_N, dc, direction, cp0, cp1, rank, args.world, 1, log,
                             check=True)
             for arm in bad:
-                save_row(args, rank, (args.world, grid, direction, 1, CHECK_N, dc, arm, None, None, "error"))
+                save_row(args, rank, (Placement.name(), args.world, grid, direction, 1, CHECK_N, dc, arm, None, None,
+                                      "error"))
             for (B, N, D), memory in [(s, False) for s in args.shapes] + [(s, True) for s in args.memory_shapes]:
                 for arm, ms, peak, status in run_shape(ours, layer_cache, B, N, D, direction, cp0, cp1, rank,
                                                        args.world, 1 if memory else args.iters, log, memory=memory,
                                                        bad=bad):
-                    save_row(args, rank, (args.world, grid, direction, B, N, D, arm, ms, peak, status))
+                    save_row(args, rank, (Placement.name(), args.world, grid, direction, B, N, D, arm, ms, peak,
+                                          status))
                     log(f"{grid} {direction} {B},{N},{D}{' (memory scale)' if memory else ''} {arm}: "
                         + (f"{ms:.2f} ms" if ms is not None else status))
     for h in layer_cache.values():
@@ -373,6 +379,7 @@ def main():
     ap.add_argument("--memory-shapes", default="")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--csv", default="")
+    placement_args(ap)
     args = ap.parse_args()
     args.iters = max(10, args.iters)
     args.grids = [tuple(int(v) for v in g.split("x")) for g in args.grids.split(",")]
@@ -385,13 +392,14 @@ def main():
     for (B, N, D) in args.shapes + args.memory_shapes:
         if D % args.world != 0:
             sys.exit(f"D = {D} must divide by cp = {args.world}")
-    if not enough_gpus(args.world):
+    if not enough_gpus(args.world, args.shared_gpu):
         return 0
+    probe_if_shared(args, "cp_peers")
     rows, ok = spawn(worker, args, args.world)
-    write_csv(args.csv, "date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status",
-              [(cp, grid, direction, B, N, D, arm, "" if ms is None else f"{ms:.3f}",
+    write_csv(args.csv, "date,commit,gpu,placement,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status",
+              [(where, cp, grid, direction, B, N, D, arm, "" if ms is None else f"{ms:.3f}",
                 "" if peak is None else f"{peak:.2f}", status)
-               for (cp, grid, direction, B, N, D, arm, ms, peak, status) in rows])
+               for (where, cp, grid, direction, B, N, D, arm, ms, peak, status) in rows])
     return 0 if ok else 1
 
 
