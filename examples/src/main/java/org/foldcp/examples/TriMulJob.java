@@ -265,6 +265,7 @@ public final class TriMulJob {
     }
     InvalidInputException.require(complexes.size() == count, "output complexes", complexes.size(),
         "must equal the " + count + " input complexes: no partial output");
+    String digest = OutputDigest.of(rows, complexes);
     if (o.output != null) {
       // In the input's rank: an (N, N, D) input gives an (N, N, D) output.
       int rank = o.input == null ? 4 : Npy.pairRank(Path.of(o.input));
@@ -319,6 +320,8 @@ public final class TriMulJob {
       }
     }
     report.printf(Locale.ROOT, "  checksum    sum %.6e  sum|.| %.6e%n", checksum, absSum);
+    report.println("  digest      " + digest + " (SHA-256 of every complex's bf16 output, complexes by id: equal"
+        + " digests, equal bits)");
     if (o.sql) {
       report.println("  sql         " + SqlCheck.compare(spark, tiles, stack, rows));
     }

@@ -21,6 +21,7 @@ import org.junit.jupiter.api.io.TempDir;
 /** The example job on every route: same checksum, the route it was asked for, a correct output file. */
 class TriMulJobTest {
   private static final Pattern CHECKSUM = Pattern.compile("checksum +(sum \\S+ +sum\\|\\.\\| \\S+)");
+  private static final Pattern DIGEST = Pattern.compile("digest +([0-9a-f]{32}) ");
 
   @TempDir
   Path tmp;
@@ -67,6 +68,12 @@ class TriMulJobTest {
     return m.group(1);
   }
 
+  private static String digest(String out) {
+    Matcher m = DIGEST.matcher(out);
+    assertTrue(m.find(), out);
+    return m.group(1);
+  }
+
   @Test
   void everyRoutePrintsTheSameChecksumAndTheOutputIsRight() throws Exception {
     String[] common = {"--n", "24", "--dim", "16", "--layers", "2", "--complexes", "2", "--master", "local[4]"};
@@ -79,6 +86,11 @@ class TriMulJobTest {
     assertTrue(shuffle.contains("route       shuffle cp=2 grid=2x1"), shuffle);
     assertEquals(checksum(single), checksum(barrier));
     assertEquals(checksum(single), checksum(shuffle));
+    // CP on the CPU equals cp = 1 bit for bit, every complex
+    assertEquals(digest(single), digest(barrier));
+    assertEquals(digest(single), digest(shuffle));
+    String otherSeed = run(concat(common, "--seed", "8"));
+    assertTrue(!digest(single).equals(digest(otherSeed)), "a different input must give a different digest");
 
     // the written output is synthetic complex 0 through the generated stack
     JobOptions o = JobOptions.parse(common);

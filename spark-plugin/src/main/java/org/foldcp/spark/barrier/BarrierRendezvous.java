@@ -16,9 +16,12 @@ import org.foldcp.ops.gpu.cp.TeamException;
 import org.foldcp.spark.config.FoldCpConf;
 
 /**
- * The {@link Rendezvous} of a barrier stage, over {@code BarrierTaskContext.allGather}, which
- * carries strings: every message travels Base64-encoded. The rank is the task's partition, the
- * size the number of tasks of the stage; allGather lists the messages in partition order.
+ * The {@link Rendezvous} of one team of a barrier stage, over {@code BarrierTaskContext.allGather},
+ * which carries strings: every message travels Base64-encoded. allGather is the whole stage's
+ * (every task of every team sends a message each round) and lists the messages in partition
+ * order; team t's are the places [t * size, (t + 1) * size) (RankPartitioner), and only those are
+ * this team's round. So every team of a stage must run the same number of rounds (NvshmemTeam
+ * always runs two).
  *
  * <p>Every round waits at most the timeout {@link org.foldcp.ops.gpu.cp.NvshmemTeam} passes
  * ({@link FoldCpConf#BARRIER_TIMEOUT_SECONDS}): Spark's own bound (spark.barrier.sync.timeout)
@@ -30,10 +33,20 @@ import org.foldcp.spark.config.FoldCpConf;
  */
 final class BarrierRendezvous extends Rendezvous {
   private final Function<String, String[]> allGather;
+  private final int team;
+  private final int teams;
 
-  /** The rendezvous of partition {@code rank} of {@code size} through {@code allGather} (BarrierTaskContext's in tasks). */
-  BarrierRendezvous(int rank, int size, Function<String, String[]> allGather) {
+  /**
+   * The rendezvous of rank {@code rank} of team {@code team} (of {@code teams}, {@code size} ranks
+   * each) through {@code allGather} (BarrierTaskContext's in tasks).
+   */
+  BarrierRendezvous(int team, int teams, int rank, int size, Function<String, String[]> allGather) {
     super(rank, size);
+    if (teams < 1 || team < 0 || team >= teams) {
+      throw new IllegalArgumentException("team " + team + " of " + teams);
+    }
+    this.team = team;
+    this.teams = teams;
     this.allGather = Objects.requireNonNull(allGather, "allGather");
   }
 
@@ -41,15 +54,15 @@ final class BarrierRendezvous extends Rendezvous {
   public List<byte[]> allGather(byte[] mine, Duration timeout) {
     int k = nextRound();
     String[] gathered = gather(Base64.getEncoder().encodeToString(mine), timeout, k);
-    if (gathered == null || gathered.length != size()) {
+    if (gathered == null || gathered.length != teams * size()) {
       throw new TeamException(where(k) + ": the barrier allGather returned " + (gathered == null ? "nothing"
-          : gathered.length + " messages") + " for a team of " + size() + " ranks: the barrier stage must have one task"
-          + " per rank");
+          : gathered.length + " messages") + " for " + teams + " team(s) of " + size() + " ranks: the barrier stage"
+          + " must have one task per rank of every team");
     }
     List<byte[]> out = new ArrayList<>(size());
     for (int r = 0; r < size(); r++) {
       try {
-        out.add(Base64.getDecoder().decode(gathered[r]));
+        out.add(Base64.getDecoder().decode(gathered[team * size() + r]));
       } catch (IllegalArgumentException | NullPointerException e) {
         throw new TeamException(where(k) + ": the message of rank " + r + " is not Base64 (" + e.getMessage()
             + "): that rank runs a different fold-cp version, or called allGather out of turn", e);
@@ -85,6 +98,7 @@ final class BarrierRendezvous extends Rendezvous {
   }
 
   private String where(int k) {
-    return "rank " + rank() + " of " + size() + ", team formation round " + k;
+    return "rank " + rank() + " of " + size() + (teams > 1 ? " in team " + team + " of " + teams : "")
+        + ", team formation round " + k;
   }
 }

@@ -33,7 +33,8 @@ import org.slf4j.LoggerFactory;
  *   <li>agrees with its peers on the layers and the complexes ({@link TeamFormation#announce},
  *       the TCP team's announcement round), before NVSHMEM is touched;
  *   <li>forms, or reuses, this executor's NVSHMEM team ({@link NvshmemTeam#form}) through the
- *       stage's allGather ({@link BarrierRendezvous});
+ *       stage's allGather ({@link BarrierRendezvous}): with several teams in the stage, each team
+ *       is an NVSHMEM world of its own (its rank 0's unique id; a process belongs to one world);
  *   <li>runs every complex through a {@link CpGpuStack}, one stack per complex shape (N, D) at a
  *       time: complexes of one shape share a stack(), which is closed (collectively, on every rank
  *       in the same order) before the next shape's is made, so the symmetric heap holds one
@@ -70,7 +71,8 @@ final class GpuRankTask extends RankBody {
       TeamFormation.Agreement agreed = TeamFormation.announce(ctx, plan, stack(), mine.values(), memberId);
       NvshmemTeam team = NvshmemTeam.form(new NvshmemTeam.Spec(device, plan.nvshmem.heapBytes(),
           Duration.ofMillis(plan.barrierTimeoutMillis), plan.nvshmem.home(), memberId),
-          new BarrierRendezvous(rank, plan.grid.size(), ctx::allGather));
+          new BarrierRendezvous(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), plan.teams, rank,
+              plan.grid.size(), ctx::allGather));
       Map<String, List<ComplexShape>> shapes = byShape(agreed.complexes());
       List<ComplexShape> inShapeOrder = new ArrayList<>();
       shapes.values().forEach(inShapeOrder::addAll);

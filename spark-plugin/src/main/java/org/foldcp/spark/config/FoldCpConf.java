@@ -104,9 +104,10 @@ public final class FoldCpConf implements Serializable {
 
   public static final ConfKey<Integer> CP_TEAMS = register("cp.teams",
       "auto or an integer >= 1", "1",
-      "CP teams one barrier stage forms (route barrier, transport tcp): the stage runs teams x cp tasks,"
-          + " each team of cp ranks its own complexes, the complexes spread over the teams by their FLOPs;"
-          + " auto: as many teams as the task slots hold when the stage starts (slots / cp).",
+      "CP teams one barrier stage forms (route barrier): the stage runs teams x cp tasks, each team of cp"
+          + " ranks its own complexes, the complexes spread over the teams by their FLOPs; a TCP mesh per team"
+          + " (transport tcp) or an NVSHMEM world per team (transport nvshmem); auto: as many teams as the task"
+          + " slots hold when the stage starts (slots / cp).",
       ValueParsers.autoOrIntAtLeast(1));
 
   public static final ConfKey<Optional<CpGrid>> GRID = register("grid",

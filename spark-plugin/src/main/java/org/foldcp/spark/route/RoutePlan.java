@@ -150,10 +150,9 @@ public final class RoutePlan implements Serializable {
       case TCP -> kind == Kind.BARRIER && backend == Backend.CPU && nvshmem == null;
       case NVSHMEM -> kind == Kind.BARRIER && backend == Backend.GPU && nvshmem != null;
     };
-    if (teams < AUTO_TEAMS || (teams != 1 && transport != Transport.TCP)) {
+    if (teams < AUTO_TEAMS || (teams != 1 && kind != Kind.BARRIER)) {
       throw new IllegalArgumentException("inconsistent route plan: " + describe() + ": " + teams + " teams (more than"
-          + " one team per stage, or auto, runs CPU ranks over TCP only; each GPU team would need its own NVSHMEM"
-          + " world)");
+          + " one team per stage, or auto, is for the barrier route only)");
     }
     if (!consistent) {
       throw new IllegalArgumentException("inconsistent route plan: " + describe() + (nvshmem == null ? "" : ", "
@@ -202,7 +201,10 @@ public final class RoutePlan implements Serializable {
         connectTimeoutMillis, reason, allowNonFinite, level, teams);
   }
 
-  /** The same barrier plan forming {@code t} teams of cp ranks in its stage (CPU ranks over TCP). */
+  /**
+   * The same barrier plan forming {@code t} teams of cp ranks in its stage: TCP meshes of CPU
+   * ranks, or NVSHMEM worlds of GPU ranks, one per team.
+   */
   public RoutePlan withTeams(int t) {
     return new RoutePlan(kind, backend, transport, nvshmem, grid, threadsPerTask, barrierTimeoutMillis,
         connectTimeoutMillis, reason, allowNonFinite, metricsLevel, t);

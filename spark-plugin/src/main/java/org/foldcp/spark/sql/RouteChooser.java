@@ -267,13 +267,9 @@ public final class RouteChooser {
   }
 
   private static RoutePlan nvshmem(FoldCpConf conf, CpGrid grid, int threads, String reason) {
-    int teams = conf.get(FoldCpConf.CP_TEAMS);
-    if (teams > 1) { // auto (0) means one team here: a GPU stage forms one NVSHMEM team
-      throw InvalidInputException.of(FoldCpConf.CP_TEAMS.name(), teams, "more than one team per barrier stage runs"
-          + " CPU ranks only (" + FoldCpConf.CP_TRANSPORT.name() + " = tcp): each GPU team would need its own NVSHMEM"
-          + " world, which the GPU ranks do not form yet");
-    }
-    return plan(Kind.BARRIER, grid, threads, conf, reason).withNvshmem(
+    // several teams: each its own NVSHMEM world (a process joins one world for life), formed
+    // through its slice of the stage's allGather (BarrierRendezvous)
+    return plan(Kind.BARRIER, grid, threads, conf, reason).withTeams(conf.get(FoldCpConf.CP_TEAMS)).withNvshmem(
         new RoutePlan.Nvshmem(conf.nvshmemHome(), conf.get(FoldCpConf.NVSHMEM_HEAP_BYTES),
             conf.get(FoldCpConf.NVSHMEM_STORE_ROUTE), conf.get(FoldCpConf.NVSHMEM_RESHARD)));
   }

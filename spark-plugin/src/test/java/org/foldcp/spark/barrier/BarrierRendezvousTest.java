@@ -80,7 +80,7 @@ class BarrierRendezvousTest {
       for (int r = 0; r < size; r++) {
         int rank = r;
         results.add(pool.submit(() -> {
-          BarrierRendezvous rv = new BarrierRendezvous(rank, size, gather.forRank(rank));
+          BarrierRendezvous rv = new BarrierRendezvous(0, 1, rank, size, gather.forRank(rank));
           assertEquals(rank, rv.rank());
           assertEquals(size, rv.size());
           // every byte value, an empty message (a rank with nothing to say), and a 128-byte unique id
@@ -109,10 +109,51 @@ class BarrierRendezvousTest {
     }
   }
 
+  /**
+   * Two teams of two in one barrier stage: the stage's allGather carries all four messages, and
+   * each team's rendezvous sees its own slice (task t x cp + r is rank r of team t), round after
+   * round, so each team's rank 0 hands its unique id to its own team only.
+   */
+  @Test
+  void teamsOfOneStageEachSeeTheirOwnSlice() throws Exception {
+    int cp = 2;
+    int teams = 2;
+    ThreadsAllGather gather = new ThreadsAllGather(cp * teams, 2);
+    ExecutorService pool = Executors.newFixedThreadPool(cp * teams);
+    try {
+      List<Future<List<List<byte[]>>>> results = new ArrayList<>();
+      for (int task = 0; task < cp * teams; task++) {
+        int t = task;
+        results.add(pool.submit(() -> {
+          BarrierRendezvous rv = new BarrierRendezvous(RankPartitioner.teamOf(t, cp), teams,
+              RankPartitioner.rankOf(t, cp), cp, gather.forRank(t));
+          byte[] uid = rv.rank() == 0 ? new byte[] {(byte) (100 + t)} : new byte[0];
+          return List.of(rv.allGather(new byte[] {(byte) t}, TIMEOUT), rv.allGather(uid, TIMEOUT));
+        }));
+      }
+      for (int task = 0; task < cp * teams; task++) {
+        List<List<byte[]>> rounds = results.get(task).get(30, TimeUnit.SECONDS);
+        int team = task / cp;
+        for (int r = 0; r < cp; r++) {
+          assertArrayEquals(new byte[] {(byte) (team * cp + r)}, rounds.get(0).get(r), "task " + task + ", rank " + r);
+        }
+        assertArrayEquals(new byte[] {(byte) (100 + team * cp)}, rounds.get(1).get(0),
+            "task " + task + ": its team's rank 0's unique id");
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    BarrierRendezvous rv = new BarrierRendezvous(1, 2, 0, 2, message -> new String[] {message, message});
+    TeamException e = assertThrows(TeamException.class, () -> rv.allGather(new byte[0], TIMEOUT));
+    assertTrue(e.getMessage().startsWith("rank 0 of 2 in team 1 of 2, team formation round 0: the barrier allGather"
+        + " returned 2 messages for 2 team(s) of 2 ranks"), e.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> new BarrierRendezvous(2, 2, 0, 2, m -> new String[0]));
+  }
+
   @Test
   void aRoundThatDoesNotCompleteFailsWithinTheTimeoutNamingTheRank() {
     CountDownLatch never = new CountDownLatch(1);
-    BarrierRendezvous rv = new BarrierRendezvous(1, 2, message -> {
+    BarrierRendezvous rv = new BarrierRendezvous(0, 1, 1, 2, message -> {
       try {
         never.await();
       } catch (InterruptedException e) {
@@ -130,7 +171,7 @@ class BarrierRendezvousTest {
 
   @Test
   void aFailedAllGatherIsATeamExceptionAndAKillStaysAKill() {
-    BarrierRendezvous failing = new BarrierRendezvous(0, 2, message -> {
+    BarrierRendezvous failing = new BarrierRendezvous(0, 1, 0, 2, message -> {
       throw new IllegalStateException("coordinator gone");
     });
     TeamException e = assertThrows(TeamException.class, () -> failing.allGather(new byte[0], TIMEOUT));
@@ -139,7 +180,7 @@ class BarrierRendezvousTest {
     assertTrue(e.getMessage().contains("coordinator gone"), e.getMessage());
 
     TaskKilledException kill = new TaskKilledException("stage cancelled");
-    BarrierRendezvous killed = new BarrierRendezvous(0, 2, message -> {
+    BarrierRendezvous killed = new BarrierRendezvous(0, 1, 0, 2, message -> {
       throw kill;
     });
     assertSame(kill, assertThrows(TaskKilledException.class, () -> killed.allGather(new byte[0], TIMEOUT)));
@@ -147,17 +188,17 @@ class BarrierRendezvousTest {
 
   @Test
   void aWrongCountOrAForeignMessageIsNamed() {
-    BarrierRendezvous short1 = new BarrierRendezvous(0, 3, message -> new String[] {message});
+    BarrierRendezvous short1 = new BarrierRendezvous(0, 1, 0, 3, message -> new String[] {message});
     TeamException e = assertThrows(TeamException.class, () -> short1.allGather(new byte[0], TIMEOUT));
-    assertTrue(e.getMessage().contains("returned 1 messages for a team of 3 ranks"), e.getMessage());
-    BarrierRendezvous foreign = new BarrierRendezvous(0, 2, message -> new String[] {message, "not base64!"});
+    assertTrue(e.getMessage().contains("returned 1 messages for 1 team(s) of 3 ranks"), e.getMessage());
+    BarrierRendezvous foreign = new BarrierRendezvous(0, 1, 0, 2, message -> new String[] {message, "not base64!"});
     e = assertThrows(TeamException.class, () -> foreign.allGather(new byte[0], TIMEOUT));
     assertTrue(e.getMessage().contains("the message of rank 1 is not Base64"), e.getMessage());
   }
 
   @Test
   void rankMustLieInTheTeam() {
-    assertThrows(InvalidInputException.class, () -> new BarrierRendezvous(2, 2, m -> new String[0]));
-    assertThrows(InvalidInputException.class, () -> new BarrierRendezvous(0, 0, m -> new String[0]));
+    assertThrows(InvalidInputException.class, () -> new BarrierRendezvous(0, 1, 2, 2, m -> new String[0]));
+    assertThrows(InvalidInputException.class, () -> new BarrierRendezvous(0, 1, 0, 0, m -> new String[0]));
   }
 }

@@ -141,9 +141,12 @@ class BarrierTeamsTest {
   }
 
   @Test
-  void gpuTeamsStayOnePerStage() {
+  void gpuPlansCarryTeamsAndOtherRoutesRefuseThem() {
+    RoutePlan gpu = plan(2).withNvshmem(new RoutePlan.Nvshmem(null, 1L << 30, org.foldcp.ops.gpu.cp.StoreRoute.AUTO));
+    assertEquals(2, gpu.teams);
+    assertEquals(4, gpu.stageTasks());
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> plan(2).withNvshmem(new RoutePlan.Nvshmem(null, 1L << 30, org.foldcp.ops.gpu.cp.StoreRoute.AUTO)));
-    assertTrue(e.getMessage().contains("2 teams"), e.getMessage());
+        () -> RoutePlan.single(1, "test").withTeams(2));
+    assertTrue(e.getMessage().contains("2 teams") && e.getMessage().contains("barrier route only"), e.getMessage());
   }
 }

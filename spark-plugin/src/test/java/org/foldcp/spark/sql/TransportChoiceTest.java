@@ -45,17 +45,24 @@ class TransportChoiceTest {
   }
 
   @Test
-  void teamsCarryIntoATcpPlanAndAreRefusedForAGpuTeam() {
+  void teamsCarryIntoTcpAndGpuPlans() {
     RoutePlan tcp = RouteChooser.choose(conf("spark.master", CLUSTER, "spark.foldcp.cp.teams", "3"),
         TransportChoiceTest::notAsked);
     assertEquals(Transport.TCP, tcp.transport);
     assertEquals(3, tcp.teams);
     assertEquals(6, tcp.stageTasks());
     assertEquals("barrier cp=2 grid=2x1 backend=cpu transport=tcp teams=3", tcp.describe());
-    InvalidInputException e = assertThrows(InvalidInputException.class, () -> RouteChooser.choose(conf("spark.master",
-        CLUSTER, "spark.executor.resource.gpu.amount", "1", "spark.foldcp.cp.teams", "2"), TransportChoiceTest::notAsked));
-    assertTrue(e.getMessage().startsWith("spark.foldcp.cp.teams = 2: more than one team per barrier stage runs CPU"
-        + " ranks only"), e.getMessage());
+    // GPU ranks: each team its own NVSHMEM world
+    RoutePlan gpu = RouteChooser.choose(conf("spark.master", CLUSTER, "spark.executor.resource.gpu.amount", "1",
+        "spark.foldcp.cp.teams", "2"), TransportChoiceTest::notAsked);
+    assertEquals(Transport.NVSHMEM, gpu.transport);
+    assertEquals(2, gpu.teams);
+    assertEquals(4, gpu.stageTasks());
+    assertEquals("barrier cp=2 grid=2x1 backend=gpu transport=nvshmem teams=2 storeRoute=auto reshard=fused",
+        gpu.describe());
+    RoutePlan auto = RouteChooser.choose(conf("spark.master", CLUSTER, "spark.executor.resource.gpu.amount", "1",
+        "spark.foldcp.cp.teams", "auto"), TransportChoiceTest::notAsked);
+    assertEquals(RoutePlan.AUTO_TEAMS, auto.teams);
   }
 
   @Test

@@ -17,9 +17,10 @@ import org.foldcp.ops.InvalidInputException;
  * since NVSHMEM initialises only once. In Spark the executor owns it (a barrier stage forms it
  * the first time, later stages with the same members reuse it); tasks borrow it.
  *
- * <p>Forming ({@link #form}): the ranks meet through a {@link Rendezvous} twice. Round 1 shares
- * every rank's member id and the team it already belongs to: when all belong to the team of
- * exactly these members, that team is reused; when none belongs to any, round 2 carries the
+ * <p>Forming ({@link #form}): the ranks meet through a {@link Rendezvous} twice, always (so that
+ * teams sharing one stage-wide all-gather stay in step). Round 1 shares every rank's member id
+ * and the team it already belongs to: when all belong to the team of exactly these members, that
+ * team is reused (round 2 then carries nothing); when none belongs to any, round 2 carries the
  * unique id rank 0 made, and every rank initialises NVSHMEM with it (in a watchdog thread: if
  * NVSHMEM does not come up within the timeout the call fails instead of hanging, and the team is
  * marked broken). Any other mix (some ranks in another team) is an error on every rank, naming
@@ -96,6 +97,9 @@ public final class NvshmemTeam {
       }
     }
     if (inWanted == keys.size() && have != null && have.rank == rendezvous.rank()) {
+      // round 2 all the same: the rendezvous may be one of several teams sharing a stage-wide
+      // all-gather (a barrier stage of several teams), where every team must run the same rounds
+      rendezvous.allGather(encode(spec.memberId(), haveKey, new byte[0]), spec.timeout());
       LOG.log(System.Logger.Level.INFO, () -> "fold-cp NVSHMEM team reused: rank " + have.rank + " of " + have.size
           + " (" + wanted + ")");
       return have;
