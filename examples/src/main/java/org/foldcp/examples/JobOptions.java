@@ -19,6 +19,7 @@ final class JobOptions {
   int threads = 0; // 0: spark.task.cpus, or all cores in local mode
   String route = null; // null: spark.foldcp.route (auto)
   int cp = 0; // 0: spark.foldcp.cp (1)
+  boolean cpAuto; // --cp auto: each complex its own cp (spark.foldcp.cp = auto)
   String grid = null; // null: spark.foldcp.grid (1-D)
   String transport = null; // null: spark.foldcp.cp.transport (auto)
   long seed = 20261129L;
@@ -57,7 +58,8 @@ final class JobOptions {
       "  --threads T         CPU threads per task (default spark.task.cpus, or all cores locally)",
       "  --route R           auto | cpu | gpu | barrier | shuffle (default spark.foldcp.route, auto): --route gpu",
       "                      runs on the tasks' GPUs (cp > 1: a barrier team of GPU ranks), cpu on the CPU",
-      "  --cp CP             context-parallel ranks per complex (default spark.foldcp.cp, 1)",
+      "  --cp CP             context-parallel ranks per complex (default spark.foldcp.cp, 1); auto: each",
+      "                      complex the smallest cp that fits spark.foldcp.cp.auto.memoryPerRank",
       "  --grid AxB          2-D CP grid with A*B = cp, e.g. 2x2 (default 1-D)",
       "  --transport T       auto | tcp | nvshmem: how barrier ranks reshard, CPU ranks over TCP or GPU ranks",
       "                      in an NVSHMEM team (default spark.foldcp.cp.transport, auto)",
@@ -110,7 +112,13 @@ final class JobOptions {
         case "--output": o.output = v; break;
         case "--plots": o.plots = v; o.perLayer = true; break;
         case "--route": o.route = v; break;
-        case "--cp": o.cp = positive(a, v); break;
+        case "--cp":
+          if (v.trim().equalsIgnoreCase("auto")) {
+            o.cpAuto = true;
+          } else {
+            o.cp = positive(a, v);
+          }
+          break;
         case "--grid": o.grid = v; break;
         case "--transport": o.transport = v; break;
         default:

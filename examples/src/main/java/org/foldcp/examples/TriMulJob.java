@@ -138,7 +138,9 @@ public final class TriMulJob {
     if (o.route != null) {
       m.put("spark.foldcp.route", o.route);
     }
-    if (o.cp > 0) {
+    if (o.cpAuto) {
+      m.put("spark.foldcp.cp", "auto");
+    } else if (o.cp > 0) {
       m.put("spark.foldcp.cp", Integer.toString(o.cp));
     }
     if (o.grid != null) {
@@ -244,10 +246,7 @@ public final class TriMulJob {
         }
         layerMs[l] = progress.end();
         out = applied;
-        TriMulExec e = findTriMul(applied.queryExecution().executedPlan());
-        if (e != null) {
-          layerExecs.add(e);
-        }
+        findTriMuls(applied.queryExecution().executedPlan(), layerExecs);
       }
     }
     long t2 = System.nanoTime();
@@ -274,8 +273,9 @@ public final class TriMulJob {
     progress.end();
     long t3 = System.nanoTime();
 
-    TriMulExec exec = findTriMul(out.queryExecution().executedPlan());
-    List<TriMulExec> execs = o.perLayer ? layerExecs : exec == null ? List.of() : List.of(exec);
+    List<TriMulExec> finalExecs = findTriMuls(out.queryExecution().executedPlan(), new ArrayList<>());
+    TriMulExec exec = finalExecs.isEmpty() ? null : finalExecs.get(0);
+    List<TriMulExec> execs = o.perLayer ? layerExecs : finalExecs;
     List<String> plotFiles = new ArrayList<>();
     if (o.plots != null) {
       progress.begin("plots", "PNGs of " + firstId + " to " + o.plots);
@@ -286,6 +286,9 @@ public final class TriMulJob {
     progress.finish();
     report.println("fold-cp TriMul job");
     report.println("  route       " + (exec == null ? "?" : exec.plan().toString()));
+    for (TriMulExec other : finalExecs.subList(Math.min(1, finalExecs.size()), finalExecs.size())) {
+      report.println("  route       " + other.plan()); // cp auto: one node per cp
+    }
     report.printf(Locale.ROOT, "  complexes   %d x (N=%d, D=%d), layers %d: %s; master %s%n", count, n, d,
         stack.size(), describe(stack), spark.sparkContext().master());
     report.printf(Locale.ROOT, "  stage ms    prepare %.0f | forward incl. data generation (Spark job) %.0f"
@@ -336,13 +339,14 @@ public final class TriMulJob {
   /** The route the planner picked for {@code applied}, as ", route ...", or "" when it cannot tell yet. */
   private static String routeOf(Dataset<Row> applied) {
     try {
-      TriMulExec e = findTriMul(applied.queryExecution().executedPlan());
-      if (e == null) {
+      List<TriMulExec> found = findTriMuls(applied.queryExecution().executedPlan(), new ArrayList<>());
+      if (found.isEmpty()) {
         return "";
       }
-      String route = e.plan().toString();
+      String route = found.get(0).plan().toString();
       int why = route.indexOf(" (");
-      return ", route " + (why > 0 ? route.substring(0, why) : route);
+      return ", route " + (why > 0 ? route.substring(0, why) : route)
+          + (found.size() > 1 ? " and " + (found.size() - 1) + " more (cp auto)" : "");
     } catch (RuntimeException ex) {
       return "";
     }
@@ -415,22 +419,20 @@ public final class TriMulJob {
     return new LayerStack(layers);
   }
 
-  /** The fold-cp operator in an executed plan (under AQE too), or null. */
-  static TriMulExec findTriMul(SparkPlan plan) {
+  /** The fold-cp operators of an executed plan (under AQE too; several with cp auto), added to {@code found}. */
+  static List<TriMulExec> findTriMuls(SparkPlan plan, List<TriMulExec> found) {
     if (plan instanceof TriMulExec) {
-      return (TriMulExec) plan;
+      found.add((TriMulExec) plan);
+      return found;
     }
     if (plan instanceof AdaptiveSparkPlanExec) {
-      return findTriMul(((AdaptiveSparkPlanExec) plan).executedPlan());
+      return findTriMuls(((AdaptiveSparkPlanExec) plan).executedPlan(), found);
     }
     Iterator<SparkPlan> it = plan.children().iterator();
     while (it.hasNext()) {
-      TriMulExec found = findTriMul(it.next());
-      if (found != null) {
-        return found;
-      }
+      findTriMuls(it.next(), found);
     }
-    return null;
+    return found;
   }
 
   private static long value(scala.collection.Map<String, SQLMetric> m, String name) {

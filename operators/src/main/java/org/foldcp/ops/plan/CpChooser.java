@@ -51,8 +51,9 @@ public final class CpChooser {
         continue;
       }
       if (layers * e.fusedSeconds() <= targetSeconds) {
+        String what = Double.isInfinite(targetSeconds) ? "fits the memory cap" : "fits and meets the target";
         return new Choice(id, cp, layers * e.fusedSeconds(), e.deviceBytesPerRank(),
-            cp == candidates[0] ? "fits and meets the target" : "the smallest cp that fits and meets the target");
+            cp == candidates[0] ? what : "the smallest cp that " + what);
       }
       fitting.add(e);
     }

@@ -97,10 +97,30 @@ public final class FoldCpConf implements Serializable {
       ValueParsers.anyCaseEnum(Route.class));
 
   public static final ConfKey<Integer> CP = register("cp",
-      "an integer >= 1", "1",
+      "auto or an integer >= 1", "1",
       "Context-parallel ranks per complex (executors that hold one pair tensor together);"
-          + " D must be divisible by cp.",
-      ValueParsers.intAtLeast(1));
+          + " D must be divisible by cp. auto: each complex its own cp from the cost model (docs/cost-model.md):"
+          + " the smallest of spark.foldcp.cp.auto.candidates whose share fits spark.foldcp.cp.auto.memoryPerRank and"
+          + " meets spark.foldcp.cp.auto.targetSeconds; the complexes of each cp run together in one job.",
+      ValueParsers.autoOrIntAtLeast(1));
+
+  public static final ConfKey<int[]> CP_AUTO_CANDIDATES = register("cp.auto.candidates",
+      "a comma-separated ascending list of integers >= 1 starting at 1", "1,2,4,8",
+      "The cp values spark.foldcp.cp = auto may give a complex (a value that does not divide D is skipped).",
+      ValueParsers.ascendingIntsFromOne());
+
+  public static final ConfKey<Long> CP_AUTO_MEMORY_PER_RANK = register("cp.auto.memoryPerRank",
+      "a byte count >= 1m with an optional suffix k, m, g, t (powers of 1024)", "120g",
+      "Device memory one rank may use for a layer's buffers when spark.foldcp.cp = auto picks cp (the model counts"
+          + " 10 B N^2 D / cp bytes: x, the output, a, b, z); the default leaves an H200's 141 GB some room.",
+      ValueParsers.byteSizeAtLeast(1L << 20));
+
+  public static final ConfKey<Double> CP_AUTO_TARGET_SECONDS = register("cp.auto.targetSeconds",
+      "none or a number of seconds > 0", "none",
+      "The time one complex's stack may take when spark.foldcp.cp = auto picks cp, as the cost model predicts it"
+          + " from an H200's measured rates (docs/cost-model.md); a larger cp is taken where a smaller one misses it."
+          + " none: memory alone decides.",
+      ValueParsers.noneOrPositiveSeconds());
 
   public static final ConfKey<Integer> CP_TEAMS = register("cp.teams",
       "auto or an integer >= 1", "1",
@@ -265,13 +285,18 @@ public final class FoldCpConf implements Serializable {
     Transport transport = get(CP_TRANSPORT);
 
     // Cross-key rules, checked here so that no route has to repeat them.
-    if (explicitGrid.isPresent() && explicitGrid.get().size() != cp) {
+    if (cp == 0 && explicitGrid.isPresent()) {
+      throw ValueParsers.bad(GRID.name(), all.get(GRID.name()), "must be empty when " + CP.name()
+          + " = auto: each complex gets its own cp, and its grid is cp x 1");
+    }
+    if (cp != 0 && explicitGrid.isPresent() && explicitGrid.get().size() != cp) {
       CpGrid g = explicitGrid.get();
       throw ValueParsers.bad(GRID.name(), all.get(GRID.name()),
           "cp0 * cp1 must equal " + CP.name() + ", but " + g.rowGroups() + " * " + g.colGroups() + " = " + g.size()
               + " and " + CP.name() + " = " + cp);
     }
-    this.grid = explicitGrid.orElseGet(() -> CpGrid.oneD(cp));
+    // cp = auto: the grid of one complex is chosen when its shape is known (CpAutoRoute); cp x 1
+    this.grid = explicitGrid.orElseGet(() -> CpGrid.oneD(Math.max(cp, 1)));
     if (route == Route.GPU && !gpuEnabled) {
       throw ValueParsers.bad(ROUTE.name(), all.get(ROUTE.name()),
           "route gpu needs " + GPU_ENABLED.name() + " = true, but it is false");
@@ -371,7 +396,11 @@ public final class FoldCpConf implements Serializable {
   }
 
   /** The CP grid: the configured one, or cp x 1 when {@link #GRID} is empty. */
+  /** The grid of cp ranks (cp x 1 unless spark.foldcp.grid says otherwise); 1 x 1 when cp = auto. */
   public CpGrid grid() { return grid; }
+
+  /** Whether spark.foldcp.cp = auto: each complex gets its own cp (CpAutoRoute). */
+  public boolean cpAuto() { return get(CP) == 0; }
 
   /** Threads a task uses on the CPU backend, given spark.task.cpus ({@link #CPU_THREADS} 0 means those). */
   public int cpuThreadsPerTask(int taskCpus) {

@@ -31,6 +31,47 @@ final class ValueParsers {
     };
   }
 
+  /** A comma-separated ascending list of integers >= 1 whose first is 1 (cp = 1 always a choice). */
+  static ConfKey.Parser<int[]> ascendingIntsFromOne() {
+    return (key, raw, values) -> {
+      String[] parts = raw.split(",");
+      int[] out = new int[parts.length];
+      for (int i = 0; i < parts.length; i++) {
+        try {
+          out[i] = Integer.parseInt(parts[i].trim());
+        } catch (NumberFormatException e) {
+          throw bad(key, raw, "must be " + values);
+        }
+        if (out[i] < 1 || (i > 0 && out[i] <= out[i - 1])) {
+          throw bad(key, raw, "must be " + values);
+        }
+      }
+      if (out[0] != 1) {
+        throw bad(key, raw, "must be " + values + " (cp = 1 first: a complex that fits runs whole)");
+      }
+      return out;
+    };
+  }
+
+  /** "none" (any case) as positive infinity, else a finite number of seconds > 0. */
+  static ConfKey.Parser<Double> noneOrPositiveSeconds() {
+    return (key, raw, values) -> {
+      if (raw.trim().equalsIgnoreCase("none")) {
+        return Double.POSITIVE_INFINITY;
+      }
+      double v;
+      try {
+        v = Double.parseDouble(raw.trim());
+      } catch (NumberFormatException e) {
+        throw bad(key, raw, "must be " + values);
+      }
+      if (!(v > 0) || !Double.isFinite(v)) {
+        throw bad(key, raw, "must be " + values);
+      }
+      return v;
+    };
+  }
+
   /** "auto" (any case) as 0, else an integer >= {@code min}. */
   static ConfKey.Parser<Integer> autoOrIntAtLeast(int min) {
     ConfKey.Parser<Integer> number = intAtLeast(min);

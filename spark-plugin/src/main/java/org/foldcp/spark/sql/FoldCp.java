@@ -9,7 +9,6 @@ import org.apache.spark.sql.Column;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.execution.SparkStrategy;
 import org.apache.spark.sql.functions;
 import org.apache.spark.sql.types.StructField;
@@ -70,10 +69,18 @@ public final class FoldCp {
   public static Dataset<Row> apply(Dataset<Row> tiles, LayerStack stack, FoldCpOptions options) {
     org.apache.spark.sql.classic.SparkSession session = classicSession(tiles);
     requireExtension(session);
-    RoutePlan plan = RouteChooser.choose(options.applyTo(settings(session)));
+    Map<String, String> settings = options.applyTo(settings(session));
+    if (org.foldcp.spark.config.FoldCpConf.from(settings).cpAuto()) {
+      return CpAutoPlanner.apply(tileColumns(tiles), stack, settings);
+    }
+    return withPlan(tileColumns(tiles), stack, RouteChooser.choose(settings));
+  }
+
+  /** The TriMul node of {@code plan} over {@code tiles} (tile columns already selected). */
+  static Dataset<Row> withPlan(Dataset<Row> tiles, LayerStack stack, RoutePlan plan) {
     new ShardLayout(plan.grid, 1, stack.dim()); // D must divide by cp; its message says why
-    LogicalPlan input = ((org.apache.spark.sql.classic.Dataset<Row>) tileColumns(tiles)).logicalPlan();
-    return org.apache.spark.sql.classic.Dataset.ofRows(session, TriMulNode.over(input, stack, plan));
+    org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) tiles;
+    return org.apache.spark.sql.classic.Dataset.ofRows(t.sparkSession(), TriMulNode.over(t.logicalPlan(), stack, plan));
   }
 
   /**
