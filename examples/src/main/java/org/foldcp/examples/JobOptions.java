@@ -13,6 +13,7 @@ import org.foldcp.ops.io.OutputPath;
 final class JobOptions {
   String master = null; // null: keep spark-submit's; local[*] when run directly
   int n = 256;
+  int[] ns = {256}; // --n N1,N2,...: synthetic complex c has ns[c % ns.length] tokens (n = ns[0])
   int dim = 128;
   int layers = 2;
   int complexes = 2;
@@ -44,7 +45,8 @@ final class JobOptions {
       "                      a barrier route needs cp task slots, e.g. --master local[4] for --cp 4)",
       "  --conf KEY=VALUE    a Spark setting, e.g. --conf spark.foldcp.gpu.enabled=false (repeatable; the",
       "                      options below win over it)",
-      "  --n N               tokens of each synthetic complex (default 256)",
+      "  --n N[,N2,...]      tokens of each synthetic complex (default 256); a list: complex c gets the",
+      "                      (c mod length)-th, a mixed dataset (e.g. with --cp auto)",
       "  --dim D             pair channels of the synthetic complexes and weights (default 128)",
       "  --layers L          layers of the generated stack, alternating outgoing/incoming, residual (default 2)",
       "  --complexes C       synthetic complexes to fold in parallel (default 2)",
@@ -97,7 +99,14 @@ final class JobOptions {
       String v = args[++q];
       switch (a) {
         case "--master": o.master = v; break;
-        case "--n": o.n = positive(a, v); break;
+        case "--n":
+          String[] parts = v.split(",");
+          o.ns = new int[parts.length];
+          for (int k = 0; k < parts.length; k++) {
+            o.ns[k] = positive(a, parts[k].trim());
+          }
+          o.n = o.ns[0];
+          break;
         case "--dim": o.dim = positive(a, v); break;
         case "--layers": o.layers = positive(a, v); break;
         case "--complexes": o.complexes = positive(a, v); break;

@@ -179,7 +179,7 @@ public final class TriMulJob {
   static void run(SparkSession spark, JobOptions o, PrintStream out) {
     int layerCount = o.weights == null ? o.layers : o.prefixes.size();
     int steps = o.perLayer ? 3 + layerCount + (o.plots != null ? 1 : 0) : 3;
-    String summary = (o.input != null ? o.input : o.complexes + " synthetic complexes (N=" + o.n + ", D=" + o.dim + ")")
+    String summary = (o.input != null ? o.input : o.complexes + " synthetic complexes (N=" + nText(o) + ", D=" + o.dim + ")")
         + ", " + layerCount + " layers" + (o.perLayer ? ", one Spark job per layer" : "");
     try (JobProgress progress = JobProgress.start(spark, summary, steps)) {
       run(spark, o, progress, out);
@@ -289,7 +289,8 @@ public final class TriMulJob {
     for (TriMulExec other : finalExecs.subList(Math.min(1, finalExecs.size()), finalExecs.size())) {
       report.println("  route       " + other.plan()); // cp auto: one node per cp
     }
-    report.printf(Locale.ROOT, "  complexes   %d x (N=%d, D=%d), layers %d: %s; master %s%n", count, n, d,
+    report.printf(Locale.ROOT, "  complexes   %d x (N=%s, D=%d), layers %d: %s; master %s%n", count,
+        o.input == null ? nText(o) : Integer.toString(n), d,
         stack.size(), describe(stack), spark.sparkContext().master());
     report.printf(Locale.ROOT, "  stage ms    prepare %.0f | forward incl. data generation (Spark job) %.0f"
         + " | checksum+write %.0f%n", ms(t0, t1), ms(t1, t2), ms(t2, t3));
@@ -388,7 +389,7 @@ public final class TriMulJob {
 
   /** Synthetic complexes are made where they are used, on the executors, from their seeds. */
   static Dataset<Row> synthetic(SparkSession spark, JobOptions o) {
-    int nn = o.n;
+    int[] ns = o.ns.clone();
     int dd = o.dim;
     long seed = o.seed;
     double masked = o.maskedFraction;
@@ -397,10 +398,23 @@ public final class TriMulJob {
           List<Row> made = new ArrayList<>();
           while (ids.hasNext()) {
             long c = ids.next();
+            int nn = ns[(int) (c % ns.length)];
             made.add(PairTiles.toRow("synthetic-" + c, nn, 0, 0, PairTensor.random(1, nn, dd, seed + c, masked), 0));
           }
           return made.iterator();
         }, Encoders.row(PairTiles.SCHEMA));
+  }
+
+  /** The synthetic complexes' N: one number, or the list of --n. */
+  private static String nText(JobOptions o) {
+    if (o.ns.length == 1) {
+      return Integer.toString(o.n);
+    }
+    StringBuilder sb = new StringBuilder();
+    for (int v : o.ns) {
+      sb.append(sb.length() == 0 ? "" : ",").append(v);
+    }
+    return sb.toString();
   }
 
   static LayerStack loadStack(JobOptions o, int d) {

@@ -49,14 +49,14 @@ final class CpAutoPlanner {
     FoldCpConf conf = FoldCpConf.from(settings);
     List<Row> shapes = tiles.select(FoldCp.COMPLEX_ID, "n_tokens").distinct().collectAsList();
     List<Group> groups = plan(shapes, stack, conf);
+    Map<Integer, RoutePlan> plans = new HashMap<>();
+    for (Group g : groups) {
+      plans.put(g.cp(), RouteChooser.choose(settingsFor(settings, conf, g.cp())));
+    }
+    groups = oneNvshmemTeamSize(groups, plans);
     Dataset<Row> out = null;
     for (Group g : groups) {
-      Map<String, String> sub = new HashMap<>(settings);
-      sub.put(FoldCpConf.CP.name(), Integer.toString(g.cp()));
-      if (g.cp() > 1 && !conf.isSet(FoldCpConf.CP_TEAMS)) {
-        sub.put(FoldCpConf.CP_TEAMS.name(), "auto"); // as many teams as the slots hold: every GPU works
-      }
-      RoutePlan p = RouteChooser.choose(sub);
+      RoutePlan p = plans.computeIfAbsent(g.cp(), cp -> RouteChooser.choose(settingsFor(settings, conf, cp)));
       p = p.withReason(g.describe(shapes.size()) + "; " + p.reason);
       Dataset<Row> part = FoldCp.withPlan(
           tiles.filter(functions.col(FoldCp.COMPLEX_ID).isin(g.ids().toArray())), stack, p);
@@ -113,6 +113,55 @@ final class CpAutoPlanner {
           java.util.Arrays.toString(conf.get(FoldCpConf.CP_AUTO_CANDIDATES)), sb);
     }
     return groups;
+  }
+
+  private static Map<String, String> settingsFor(Map<String, String> settings, FoldCpConf conf, int cp) {
+    Map<String, String> sub = new HashMap<>(settings);
+    sub.put(FoldCpConf.CP.name(), Integer.toString(cp));
+    if (cp > 1 && !conf.isSet(FoldCpConf.CP_TEAMS)) {
+      sub.put(FoldCpConf.CP_TEAMS.name(), "auto"); // as many teams as the slots hold: every GPU works
+    }
+    return sub;
+  }
+
+  /**
+   * GPU teams: an executor joins one NVSHMEM world for its life (NVSHMEM initialises once per
+   * process), so the barrier stages of one job may not ask for two team sizes: the groups of
+   * every cp > 1 but the largest move up to the largest (a complex that fits at cp fits at any
+   * larger cp). TCP teams form per stage and keep their groups.
+   */
+  static List<Group> oneNvshmemTeamSize(List<Group> groups, Map<Integer, RoutePlan> plans) {
+    List<Group> gpuTeams = new ArrayList<>();
+    for (Group g : groups) {
+      if (g.cp() > 1 && plans.get(g.cp()).transport == RoutePlan.Transport.NVSHMEM) {
+        gpuTeams.add(g);
+      }
+    }
+    if (gpuTeams.size() < 2) {
+      return groups;
+    }
+    Group top = gpuTeams.get(gpuTeams.size() - 1);
+    List<String> ids = new ArrayList<>();
+    int minN = Integer.MAX_VALUE;
+    double seconds = 0;
+    for (Group g : gpuTeams) {
+      ids.addAll(g.ids());
+      minN = Math.min(minN, g.minN());
+      seconds += g.predictedSeconds(); // as predicted at their own cp, not re-predicted at the larger one
+    }
+    ids.sort(null);
+    List<Group> out = new ArrayList<>();
+    for (Group g : groups) {
+      if (!gpuTeams.contains(g)) {
+        out.add(g);
+      }
+    }
+    out.add(new Group(top.cp(), ids, minN, top.maxN(), seconds, top.why() + "; complexes of cp "
+        + gpuTeams.stream().map(g -> Integer.toString(g.cp())).toList() + " all at cp = " + top.cp()
+        + ": one NVSHMEM team size per job, an executor joins one world for life"));
+    LOG.info("TriMul cp auto: GPU teams of {} complexes at cp {} all run at cp = {} (one NVSHMEM team size per job)",
+        ids.size(), gpuTeams.stream().map(Group::cp).toList(), top.cp());
+    return out;
   }
 
   private static Map<String, String> withCp1(Map<String, String> settings) {

@@ -165,9 +165,9 @@ class FoldCpConfTest {
   @ParameterizedTest(name = "{0} = ''{1}''")
   @CsvSource(delimiter = ';', value = {
       "spark.foldcp.route; gpus; must be one of auto, cpu, gpu, barrier, shuffle",
-      "spark.foldcp.cp; 0; must be an integer >= 1",
-      "spark.foldcp.cp; two; must be an integer >= 1",
-      "spark.foldcp.cp; 99999999999; must be an integer >= 1",
+      "spark.foldcp.cp; 0; must be auto or an integer >= 1",
+      "spark.foldcp.cp; two; must be auto or an integer >= 1",
+      "spark.foldcp.cp; 99999999999; must be auto or an integer >= 1",
       "spark.foldcp.grid; 2y2; must be empty or cp0xcp1",
       "spark.foldcp.grid; 0x1; must be empty or cp0xcp1",
       "spark.foldcp.cpu.threads; -1; must be an integer >= 0",

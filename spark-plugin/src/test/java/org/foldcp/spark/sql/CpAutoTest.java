@@ -119,6 +119,31 @@ class CpAutoTest {
     assertTrue(g.getMessage().contains("must be empty when spark.foldcp.cp = auto"), g.getMessage());
   }
 
+  /** GPU teams: one NVSHMEM world per executor for life, so one team size per job: cp 2 moves up to 4. */
+  @Test
+  void gpuTeamsOfTwoSizesMoveUpToTheLargest() {
+    RoutePlan single = RoutePlan.single(1, "cp 1");
+    java.util.function.IntFunction<RoutePlan> gpu = cp -> RoutePlan.of(RoutePlan.Kind.BARRIER,
+        org.foldcp.ops.cp.CpGrid.oneD(cp), 1, FoldCpConf.defaults(), "gpu").withNvshmem(
+        new RoutePlan.Nvshmem(null, 1L << 30, org.foldcp.ops.gpu.cp.StoreRoute.AUTO));
+    List<CpAutoPlanner.Group> groups = List.of(
+        new CpAutoPlanner.Group(1, List.of("a"), 100, 100, 1, "fits"),
+        new CpAutoPlanner.Group(2, List.of("c", "b"), 800, 900, 2, "fits at 2"),
+        new CpAutoPlanner.Group(4, List.of("d"), 2000, 2000, 3, "fits at 4"));
+    List<CpAutoPlanner.Group> moved = CpAutoPlanner.oneNvshmemTeamSize(groups, Map.of(1, single, 2, gpu.apply(2),
+        4, gpu.apply(4)));
+    assertEquals(2, moved.size(), moved.toString());
+    assertEquals(1, moved.get(0).cp());
+    assertEquals(4, moved.get(1).cp());
+    assertEquals(List.of("b", "c", "d"), moved.get(1).ids());
+    assertEquals(800, moved.get(1).minN());
+    assertTrue(moved.get(1).why().contains("one NVSHMEM team size per job"), moved.get(1).why());
+    // TCP teams form per stage: both sizes stay
+    RoutePlan tcp2 = RoutePlan.of(RoutePlan.Kind.BARRIER, org.foldcp.ops.cp.CpGrid.oneD(2), 1, FoldCpConf.defaults(), "tcp");
+    RoutePlan tcp4 = RoutePlan.of(RoutePlan.Kind.BARRIER, org.foldcp.ops.cp.CpGrid.oneD(4), 1, FoldCpConf.defaults(), "tcp");
+    assertEquals(groups, CpAutoPlanner.oneNvshmemTeamSize(groups, Map.of(1, single, 2, tcp2, 4, tcp4)));
+  }
+
   private static void collect(org.apache.spark.sql.execution.SparkPlan p, List<TriMulExec> out) {
     if (p instanceof TriMulExec) {
       out.add((TriMulExec) p);
