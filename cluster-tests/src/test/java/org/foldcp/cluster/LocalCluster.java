@@ -40,8 +40,10 @@ import org.foldcp.spark.plugin.FoldCpKryoRegistrator;
 final class LocalCluster implements AutoCloseable {
   /** Executor JVMs, one per Worker, one core each. */
   static final int EXECUTORS = 2;
-  /** MiB per Worker, all of it for its executor (Spark's default executor memory is 1g). */
+  /** MiB per Worker by default, all of it for its executor (Spark's default executor memory is 1g). */
   private static final int WORKER_MEMORY_MB = 1024;
+  /** A setting of {@link #start(Map)} that is not Spark's: MiB per Worker and its executor (default 1024). */
+  static final String WORKER_MEMORY = "foldcp.test.workerMemoryMb";
   /**
    * A setting of {@link #start(Map)} that is not Spark's: the task slots of each Worker (default 1),
    * for tests that need more than {@link #EXECUTORS} slots at once (several CP teams).
@@ -75,7 +77,7 @@ final class LocalCluster implements AutoCloseable {
     Path confDir = Path.of(System.getProperty("foldcp.conf.dir", "../conf")).toAbsolutePath().normalize();
     SparkConf conf = new SparkConf()
         .setMaster("local-cluster[" + EXECUTORS + "," + settings.getOrDefault(WORKER_CORES, "1") + ","
-            + WORKER_MEMORY_MB + "]")
+            + settings.getOrDefault(WORKER_MEMORY, Integer.toString(WORKER_MEMORY_MB)) + "]")
         .setAppName("fold-cp cluster tests")
         .set("spark.plugins", "org.foldcp.spark.plugin.FoldCpPlugin")
         // so that a SparkSession on this context plans FoldCp.apply (ClusterDataTest)
@@ -93,7 +95,9 @@ final class LocalCluster implements AutoCloseable {
         .set("spark.driver.bindAddress", "127.0.0.1")
         .set("spark.ui.enabled", "false");
     settings.forEach((k, v) -> {
-      if (!k.equals(WORKER_CORES)) {
+      if (k.equals(WORKER_MEMORY)) {
+        conf.set("spark.executor.memory", v + "m");
+      } else if (!k.equals(WORKER_CORES)) {
         conf.set(k, v);
       }
     });

@@ -289,6 +289,13 @@ public final class TriMulJob {
     for (TriMulExec other : finalExecs.subList(Math.min(1, finalExecs.size()), finalExecs.size())) {
       report.println("  route       " + other.plan()); // cp auto: one node per cp
     }
+    if (finalExecs.size() > 1) { // cp auto: what each node's complexes took, beside the plan's prediction
+      for (TriMulExec e : finalExecs) {
+        report.printf(Locale.ROOT, "  measured    cp = %d: %d tiles, compute %.1f ms, reshard %.1f ms (summed over its"
+            + " tasks)%n", e.plan().grid.size(), value(e.metrics(), "numTiles"), value(e.metrics(), "computeTime") / 1e6,
+            value(e.metrics(), "reshardTime") / 1e6);
+      }
+    }
     report.printf(Locale.ROOT, "  complexes   %d x (N=%s, D=%d), layers %d: %s; master %s%n", count,
         o.input == null ? nText(o) : Integer.toString(n), d,
         stack.size(), describe(stack), spark.sparkContext().master());

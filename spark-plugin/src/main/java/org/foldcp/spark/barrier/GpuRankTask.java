@@ -76,7 +76,8 @@ final class GpuRankTask extends RankBody {
       Map<String, List<ComplexShape>> shapes = byShape(agreed.complexes());
       List<ComplexShape> inShapeOrder = new ArrayList<>();
       shapes.values().forEach(inShapeOrder::addAll);
-      return new RankOutput(rank, plan, inShapeOrder, new NvshmemRank(rank, team, mine, shapes.size()), ctx);
+      return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
+          inShapeOrder, new NvshmemRank(rank, team, mine, shapes.size()), ctx);
     } catch (RuntimeException | Error e) {
       throw RankBody.withRank(plan, rank, e);
     }

@@ -6,8 +6,12 @@ import java.util.NoSuchElementException;
 import org.apache.spark.TaskContext;
 import org.apache.spark.util.TaskCompletionListener;
 import org.apache.spark.util.TaskFailureListener;
+import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
+import org.foldcp.spark.route.TeamSpan;
 import org.foldcp.spark.tiles.TileRecord;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A barrier rank's output tiles, each complex computed when the consumer pulls for the next tile
@@ -31,6 +35,9 @@ import org.foldcp.spark.tiles.TileRecord;
  * API, the shuffle write that leaves the barrier stage), so its peers' next reshard also waits
  * for it; the ranks' consumers do the same work on tiles of one size, and a stuck one is bounded
  * by spark.foldcp.barrier.timeoutSeconds like any slow peer.
+ *
+ * <p>A rank that ran all its complexes logs and reports ({@link RouteMetrics#teamSpan}) when its
+ * first forward started and its last ended, so that the teams of a stage can be seen side by side.
  */
 final class RankOutput implements Iterator<TileRecord> {
   /** One transport's part: what a rank does per complex and at its end. All calls come from the task's thread. */
@@ -48,21 +55,30 @@ final class RankOutput implements Iterator<TileRecord> {
     void close();
   }
 
+  private static final Logger LOG = LoggerFactory.getLogger(RankOutput.class);
+
+  private final int team;
   private final int rankIndex;
   private final RoutePlan plan;
+  private final RouteMetrics metrics;
   private final List<ComplexShape> complexes;
   private final Rank rank;
   private int nextComplex;
   private TileRecord next;
   private boolean ended;
+  private long startMillis = -1;
 
   /**
+   * @param team the team's index in the stage, {@code rankIndex} the rank's within the team
    * @param complexes the team's agreed complexes, in the order every rank runs them
    * @param task the task whose end and failure the rank follows (null outside Spark)
    */
-  RankOutput(int rankIndex, RoutePlan plan, List<ComplexShape> complexes, Rank rank, TaskContext task) {
+  RankOutput(int team, int rankIndex, RoutePlan plan, RouteMetrics metrics, List<ComplexShape> complexes, Rank rank,
+      TaskContext task) {
+    this.team = team;
     this.rankIndex = rankIndex;
     this.plan = plan;
+    this.metrics = metrics;
     this.complexes = List.copyOf(complexes);
     this.rank = rank;
     if (task != null) {
@@ -101,6 +117,9 @@ final class RankOutput implements Iterator<TileRecord> {
   /** Runs the next complex; a failure aborts the rank and is rethrown naming it. */
   private TileRecord step() {
     ComplexShape c = complexes.get(nextComplex++);
+    if (startMillis < 0) {
+      startMillis = System.currentTimeMillis();
+    }
     try {
       return rank.run(c);
     } catch (RuntimeException | Error e) {
@@ -113,6 +132,12 @@ final class RankOutput implements Iterator<TileRecord> {
   private void end() {
     ended = true;
     try {
+      if (startMillis >= 0) {
+        TeamSpan span = new TeamSpan(team, rankIndex, nextComplex, startMillis, System.currentTimeMillis());
+        LOG.info("barrier team {} rank {}: {} complexes from {} to {} (epoch ms, {} ms)", team, rankIndex,
+            span.complexes(), span.startMillis(), span.endMillis(), span.endMillis() - span.startMillis());
+        metrics.teamSpan(span);
+      }
       rank.finish();
     } finally {
       rank.close();

@@ -38,7 +38,8 @@ final class TcpRankTask extends RankBody {
       Map<String, TileRecord> mine = RankTiles.tilesOf(rank, input, plan.grid);
       TeamFormation.Formed team = TeamFormation.form(ctx, plan, stack(), mine.values());
       transport = team.transport();
-      return new RankOutput(rank, plan, team.complexes(), new TcpRank(rank, team, mine), ctx);
+      return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
+          team.complexes(), new TcpRank(rank, team, mine), ctx);
     } catch (RuntimeException | Error e) {
       if (transport != null) {
         transport.abort(e);

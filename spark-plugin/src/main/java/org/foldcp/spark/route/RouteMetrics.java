@@ -54,6 +54,12 @@ public interface RouteMetrics extends Serializable {
    */
   default void hostCopyNanos(long nanos) {}
 
+  /**
+   * One barrier rank's complexes ran from {@code span.startMillis()} to {@code span.endMillis()}
+   * (reported once per rank, after its last complex; not by a rank that failed).
+   */
+  default void teamSpan(TeamSpan span) {}
+
   /** Reports nothing. */
   RouteMetrics NONE = new RouteMetrics() {};
 }

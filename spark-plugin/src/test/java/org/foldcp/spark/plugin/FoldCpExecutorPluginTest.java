@@ -90,7 +90,7 @@ class FoldCpExecutorPluginTest {
   void settingsAreValidatedAgainOnTheExecutor() {
     InvalidInputException e = assertThrows(InvalidInputException.class,
         () -> new FoldCpExecutorPlugin().init(FakePluginContext.withGpus("7", 1), Map.of("spark.foldcp.cp", "0")));
-    assertTrue(e.getMessage().startsWith("spark.foldcp.cp = '0': must be an integer >= 1"), e.getMessage());
+    assertTrue(e.getMessage().startsWith("spark.foldcp.cp = '0': must be auto or an integer >= 1"), e.getMessage());
   }
 
   @Test

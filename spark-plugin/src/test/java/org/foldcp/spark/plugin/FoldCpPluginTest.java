@@ -96,7 +96,7 @@ class FoldCpPluginTest {
   void aBadValueStopsSparkFromStarting() {
     InvalidInputException e = assertThrows(InvalidInputException.class,
         () -> localSpark(Map.of("spark.foldcp.cp", "0")).getOrCreate());
-    assertEquals("spark.foldcp.cp = '0': must be an integer >= 1", e.getMessage());
+    assertEquals("spark.foldcp.cp = '0': must be auto or an integer >= 1", e.getMessage());
     assertFalse(SparkSession.getActiveSession().isDefined());
   }
 
