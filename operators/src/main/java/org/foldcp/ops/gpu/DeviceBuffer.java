@@ -116,6 +116,17 @@ public final class DeviceBuffer implements AutoCloseable {
         "cuMemcpyHtoDAsync(" + len + " bytes)");
   }
 
+  /**
+   * Queues a copy from the raw address of page-locked host memory (a span of the feed's pinned
+   * cache) on {@code stream}; the memory must stay allocated and untouched until the copy ran.
+   */
+  public void copyFromPinnedAsync(long dstOffset, long srcAddress, long len, GpuStream stream) {
+    checkRange(dstOffset, len);
+    device.makeCurrent();
+    CudaDriver.check(JCudaDriver.cuMemcpyHtoDAsync(pointer(dstOffset), new RawHandles.HostPtr(srcAddress), len,
+        stream.stream()), "cuMemcpyHtoDAsync(" + len + " bytes, from the pinned cache)");
+  }
+
   /** Queues a copy to pinned memory on {@code stream}; read {@code dst} only after it ran. */
   public void copyToHostAsync(long srcOffset, PinnedHostBuffer dst, long dstOffset, long len, GpuStream stream) {
     dst.checkRange(dstOffset, len);

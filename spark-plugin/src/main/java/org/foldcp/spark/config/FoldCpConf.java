@@ -193,6 +193,16 @@ public final class FoldCpConf implements Serializable {
           + " GB/s on a 16-core H200 host).",
       ValueParsers.intIn(1, 256));
 
+  public static final ConfKey<Long> GPU_PINNED_CACHE_BYTES = register("gpu.pinnedCacheBytes",
+      "a byte count >= 0 with an optional suffix k, m, g, t (powers of 1024), e.g. 16g", "8g",
+      "Pinned host memory that rows cached with spark.sql.cache.serializer=" + "org.foldcp.spark.sql.RowCachedBatchSerializer"
+          + " may take on an executor whose tasks compute on a GPU: a cached complex lies where the GPU's DMA engines"
+          + " read it, so every later pass uploads it with no host copy. Allocated row by row as the cache fills,"
+          + " nothing before; rows beyond it stay on the Java heap (and are copied through the pinned pool); the"
+          + " memory of a dropped cache returns at the JVM's next collection, and all of it when the executor's GPU"
+          + " closes. 0 keeps every cached row on the heap.",
+      ValueParsers.byteSizeAtLeast(0));
+
   public static final ConfKey<Transport> CP_TRANSPORT = register("cp.transport",
       "one of auto, tcp, nvshmem", "auto",
       "How the cp ranks of the barrier route exchange the reshards: tcp runs the ranks on the CPU over a TCP"
@@ -395,7 +405,6 @@ public final class FoldCpConf implements Serializable {
     return typed;
   }
 
-  /** The CP grid: the configured one, or cp x 1 when {@link #GRID} is empty. */
   /** The grid of cp ranks (cp x 1 unless spark.foldcp.grid says otherwise); 1 x 1 when cp = auto. */
   public CpGrid grid() { return grid; }
 
@@ -412,7 +421,7 @@ public final class FoldCpConf implements Serializable {
   /** The sizes of each executor's GPU feed: its pinned pool, device slots and copy threads. */
   public FeedSettings feedSettings() {
     return new FeedSettings(get(GPU_PINNED_POOL_BYTES), FeedSettings.DEFAULT_BLOCK_BYTES, get(GPU_DEVICE_SLOTS),
-        get(GPU_COPY_THREADS));
+        get(GPU_COPY_THREADS), get(GPU_PINNED_CACHE_BYTES));
   }
 
   /** The configured NVSHMEM folder, or null to search (see {@link #NVSHMEM_HOME}). */

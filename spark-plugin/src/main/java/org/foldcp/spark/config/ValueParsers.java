@@ -127,7 +127,7 @@ final class ValueParsers {
       } catch (NumberFormatException e) {
         throw bad(key, raw, "must be " + values);
       }
-      if (count < 1 || count > (Long.MAX_VALUE >> shift) || (count << shift) < min) {
+      if (count < (min == 0 ? 0 : 1) || count > (Long.MAX_VALUE >> shift) || (count << shift) < min) {
         throw bad(key, raw, "must be " + values);
       }
       return count << shift;

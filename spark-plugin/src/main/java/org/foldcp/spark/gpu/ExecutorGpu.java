@@ -12,6 +12,7 @@ import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.gpu.feed.FeedSettings;
+import org.foldcp.ops.gpu.feed.PinnedCache;
 import org.foldcp.ops.gpu.feed.StackFeed;
 import org.foldcp.spark.config.FoldCpConf;
 import org.slf4j.Logger;
@@ -187,6 +188,15 @@ public final class ExecutorGpu implements AutoCloseable {
       }
       return Optional.ofNullable(feed);
     }
+  }
+
+  /**
+   * The pinned memory in which this executor's cached rows may live ({@link StackFeed#cache}):
+   * opens the GPU (not a permit: caching computes nothing) at the first call; empty for a fake
+   * backend.
+   */
+  public Optional<PinnedCache> pinnedCache() {
+    return feed().map(StackFeed::cache);
   }
 
   void requireOpen() {

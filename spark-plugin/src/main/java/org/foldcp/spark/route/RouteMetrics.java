@@ -54,6 +54,9 @@ public interface RouteMetrics extends Serializable {
    */
   default void hostCopyNanos(long nanos) {}
 
+  /** Input bytes the GPU feed uploaded straight from the pinned row cache: no host copy. */
+  default void bytesInPlace(long bytes) {}
+
   /**
    * One barrier rank's complexes ran from {@code span.startMillis()} to {@code span.endMillis()}
    * (reported once per rank, after its last complex; not by a rank that failed).

@@ -1,10 +1,12 @@
 package org.foldcp.spark.route;
 
+import java.util.Optional;
 import org.apache.spark.SparkContext;
 import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
+import org.foldcp.ops.gpu.feed.PinnedCache;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.gpu.BorrowedGpu;
@@ -72,6 +74,21 @@ public final class TaskBackends {
    */
   public static BackendChoice thisJvmChoice() {
     return choice(taskGpu());
+  }
+
+  /**
+   * The executor's pinned cache for rows cached by this task, when its tasks compute on a GPU
+   * (route not cpu, spark.foldcp.gpu.enabled, a usable device) and the cache may hold any bytes;
+   * else empty, and cached rows stay on the heap.
+   */
+  public static Optional<PinnedCache> pinnedCache() {
+    FoldCpConf conf = ExecutorConf.current();
+    if (conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.CPU || !conf.get(FoldCpConf.GPU_ENABLED)
+        || conf.get(FoldCpConf.GPU_PINNED_CACHE_BYTES) == 0) {
+      return Optional.empty();
+    }
+    BackendChoice choice = choice(taskGpu());
+    return choice.onGpu() ? executorGpu(choice.ordinal()).pinnedCache() : Optional.empty();
   }
 
   /** The decision of this JVM's executor (or, without the plugin, of the JVM) for {@code ordinal}. */

@@ -111,6 +111,9 @@ final class FeedForward implements Iterator<InternalRow> {
       }
       metrics.computeNanos(System.nanoTime() - t0);
       metrics.bytesIn(in.pairBytes());
+      if (t.uploadedInPlace()) {
+        metrics.bytesInPlace(in.pairBytes());
+      }
       inFlight.add(new InFlight(t, in.complexId, in.nTokens, in.dim(), in.pairBytes(), in.mask()));
       pulled = null; // the feed has copied it: the row may be reused now
     }

@@ -3,6 +3,8 @@ package org.foldcp.spark.sql;
 import java.io.Serializable;
 import java.util.Iterator;
 import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.spark.rdd.RDD;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -15,13 +17,23 @@ import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import org.apache.spark.storage.StorageLevel;
+import org.foldcp.ops.gpu.HostCopy;
+import org.foldcp.ops.gpu.feed.PinnedCache;
+import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.route.TaskBackends;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 import scala.Function2;
 import scala.collection.immutable.Seq;
 
 /**
  * A cache for DataFrames of large binary values, such as pair tiles: each row is kept as the
  * UnsafeRow it was (one copy, when the cache is built) and handed back as it is when all its
- * columns are read, so reading a cached complex costs no copy at all. Spark's default columnar
+ * columns are read, so reading a cached complex costs no copy at all. On an executor whose tasks
+ * compute on a GPU the copy goes into the executor's pinned cache (page-locked memory, bounded by
+ * spark.foldcp.gpu.pinnedCacheBytes; {@link PinnedCache}): the row then lies where the GPU's DMA
+ * engines read it, and the GPU feed uploads a cached complex with no host copy at all. Rows that
+ * do not fit stay on the heap. Spark's default columnar
  * cache stores a binary column as one buffer per batch and, on every read, copies each value out
  * into a new array and again into the row: two passes over every byte and an allocation per value,
  * which for 64 MiB to 1 GiB values is most of a GPU job's host time (docs/benchmarks.md).
@@ -32,17 +44,44 @@ import scala.collection.immutable.Seq;
  * pruned by filters), and reads a subset of the columns through a projection (a copy of those
  * columns). The same idea as spark-rapids' own cache serializer: the cache layout suits the
  * consumer.
+ *
+ * <p>A row in pinned memory is an UnsafeRow over that memory (no base object), valid as long as
+ * its batch is reachable: Spark holds the batch while the block is cached and while a task reads
+ * it; serialized (a block spilled or sent), it becomes a heap row.
  */
-public final class RowCachedBatchSerializer implements CachedBatchSerializer {
+public class RowCachedBatchSerializer implements CachedBatchSerializer {
   private static final long serialVersionUID = 1L;
+  private static final Logger LOG = LoggerFactory.getLogger(RowCachedBatchSerializer.class);
+  private static final AtomicBoolean LOGGED = new AtomicBoolean();
 
-  /** One cached row. */
+  /** Where a task finds the pinned cache its rows may go to (serializable: it travels in the tasks). */
+  @FunctionalInterface
+  public interface CacheSource extends Serializable {
+    Optional<PinnedCache> cache();
+  }
+
+  private final CacheSource cacheSource;
+
+  /** The serializer Spark makes: the executor's pinned cache where its tasks compute on a GPU. */
+  public RowCachedBatchSerializer() {
+    this(TaskBackends::pinnedCache);
+  }
+
+  /** With rows pinned in the cache {@code source} gives (tests pass one over plain memory). */
+  protected RowCachedBatchSerializer(CacheSource source) {
+    this.cacheSource = source;
+  }
+
+  /** One cached row, and the pinned span it lies in (null: on the heap). */
   static final class RowBatch implements CachedBatch, Serializable {
     private static final long serialVersionUID = 1L;
     final UnsafeRow row;
+    /** Keeps the row's pinned memory alive as long as the batch is; not serialized (the copy is a heap row). */
+    final transient PinnedCache.Span span;
 
-    RowBatch(UnsafeRow row) {
+    RowBatch(UnsafeRow row, PinnedCache.Span span) {
       this.row = row;
+      this.span = span;
     }
 
     @Override
@@ -65,8 +104,11 @@ public final class RowCachedBatchSerializer implements CachedBatchSerializer {
   public RDD<CachedBatch> convertInternalRowToCachedBatch(RDD<InternalRow> input, Seq<Attribute> schema,
                                                          StorageLevel storageLevel, SQLConf conf) {
     StructType type = structOf(schema);
+    CacheSource source = cacheSource;
     return input.toJavaRDD().mapPartitions(rows -> {
       UnsafeProjection toUnsafe = UnsafeProjection.create(type);
+      Optional<PinnedCache> pinned = source.cache();
+      logOnce(pinned);
       return new Iterator<CachedBatch>() {
         @Override
         public boolean hasNext() {
@@ -77,7 +119,15 @@ public final class RowCachedBatchSerializer implements CachedBatchSerializer {
         public CachedBatch next() {
           InternalRow r = rows.next();
           UnsafeRow u = r instanceof UnsafeRow ur ? ur : toUnsafe.apply(r);
-          return new RowBatch(u.copy()); // the input's row buffer is reused by its iterator
+          // a copy either way: the input's row buffer is reused by its iterator
+          PinnedCache.Span span = pinned.map(c -> c.tryAllocate(u.getSizeInBytes(), "a cached row")).orElse(null);
+          if (span == null) {
+            return new RowBatch(u.copy(), null);
+          }
+          HostCopy.copy(u.getBaseObject(), u.getBaseOffset(), null, span.address(), u.getSizeInBytes());
+          UnsafeRow there = new UnsafeRow(u.numFields());
+          there.pointTo(null, span.address(), u.getSizeInBytes());
+          return new RowBatch(there, span);
         }
       };
     }).rdd();
@@ -132,6 +182,14 @@ public final class RowCachedBatchSerializer implements CachedBatchSerializer {
         }
       };
     }).rdd();
+  }
+
+  private static void logOnce(Optional<PinnedCache> pinned) {
+    if (LOGGED.compareAndSet(false, true)) {
+      LOG.info("fold-cp row cache: {}", pinned.map(c -> "rows in the " + c + " where they fit (uploaded with no host"
+          + " copy), the rest on the heap").orElse("rows on the heap (this executor's tasks do not compute on a GPU,"
+          + " or " + FoldCpConf.GPU_PINNED_CACHE_BYTES.name() + " = 0)"));
+    }
   }
 
   private static boolean sameColumns(Seq<Attribute> cached, Seq<Attribute> selected) {

@@ -40,6 +40,7 @@ final class SqlRouteMetrics implements RouteMetrics {
   static final String GPU_BUSY_TIME = "gpuBusyTime";
   static final String COPY_WAIT_TIME = "copyWaitTime";
   static final String HOST_COPY_TIME = "hostCopyTime";
+  static final String BYTES_IN_PLACE = "bytesInPlace";
   static final String COMPUTE_TIME = "computeTime";
   static final String RESHARD_TIME = "reshardTime";
   static final String GPU_STAGE1_TIME = "gpuStage1Time";
@@ -60,6 +61,7 @@ final class SqlRouteMetrics implements RouteMetrics {
   private final SQLMetric gpuBusyTime;
   private final SQLMetric copyWaitTime;
   private final SQLMetric hostCopyTime;
+  private final SQLMetric bytesInPlace;
   private final SQLMetric computeTime;
   private final SQLMetric reshardTime;
   private final SQLMetric gpuStage1Time;
@@ -80,6 +82,7 @@ final class SqlRouteMetrics implements RouteMetrics {
     gpuBusyTime = k.nanos(MetricsLevel.MODERATE, GPU_BUSY_TIME, "GPU busy time (feed: scan + layers)");
     copyWaitTime = k.nanos(MetricsLevel.MODERATE, COPY_WAIT_TIME, "time waiting for pinned blocks, slots, copies");
     hostCopyTime = k.nanos(MetricsLevel.MODERATE, HOST_COPY_TIME, "time copying input into pinned memory (all threads)");
+    bytesInPlace = k.bytes(MetricsLevel.MODERATE, BYTES_IN_PLACE, "pair bytes uploaded from the pinned row cache (no host copy)");
     computeTime = k.nanos(MetricsLevel.DEBUG, COMPUTE_TIME, "TriMul compute time");
     reshardTime = k.nanos(MetricsLevel.DEBUG, RESHARD_TIME, "reshard time");
     gpuStage1Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE1_TIME, "GPU stage 1 time (LN_in, projections, gates)");
@@ -196,6 +199,11 @@ final class SqlRouteMetrics implements RouteMetrics {
   @Override
   public void hostCopyNanos(long nanos) {
     add(hostCopyTime, nanos);
+  }
+
+  @Override
+  public void bytesInPlace(long bytes) {
+    add(bytesInPlace, bytes);
   }
 
   @Override

@@ -113,6 +113,12 @@ final class TileRowBytes implements ComplexIn {
     return mask;
   }
 
+  /** The address of the values where the row lies outside the heap (a row of the pinned cache), else 0. */
+  @Override
+  public long pairAddress() {
+    return pairBase == null ? pairOffset : 0;
+  }
+
   @Override
   public void copyPair(long offset, long dst, long len) {
     checkRange(offset, len, pairBytes);

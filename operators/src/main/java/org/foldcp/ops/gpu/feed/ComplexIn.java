@@ -23,6 +23,15 @@ public interface ComplexIn {
   /** Copies bytes [offset, offset + len) of the mask to the raw address {@code dst}. */
   void copyMask(long offset, long dst, long len);
 
+  /**
+   * The raw address of the pair values where they lie contiguously outside the Java heap (a row
+   * cached in the feed's {@link PinnedCache}), else 0. Where it falls in a span of the feed's cache,
+   * the feed uploads the values from there and copies nothing on the host.
+   */
+  default long pairAddress() {
+    return 0;
+  }
+
   /** Bytes of the bf16 pair values. */
   default long pairBytes() {
     return 2L * batch() * n() * n() * dim();

@@ -36,6 +36,11 @@ final class DeviceSlot implements AutoCloseable {
   final PinnedHostBuffer resultHost;
   private DeviceBuffer x;
   private DeviceBuffer mask;
+  /**
+   * The pinned-cache span the slot's upload reads from, held until the slot is settled (its
+   * upload has run): reachable, its memory cannot be freed under the DMA engine.
+   */
+  private PinnedCache.Span source;
 
   DeviceSlot(GpuDevice device, int index) {
     this.index = index;
@@ -75,6 +80,11 @@ final class DeviceSlot implements AutoCloseable {
       Closeables.closeAll(null, old);
       mask = DeviceBuffer.allocate(device, maskBytes, "feed slot " + index + " mask");
     }
+  }
+
+  /** Holds {@code span} (null: none) until the slot is settled. */
+  void holdSource(PinnedCache.Span span) {
+    source = span;
   }
 
   DeviceBuffer x() {

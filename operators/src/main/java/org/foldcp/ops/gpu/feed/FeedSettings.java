@@ -13,8 +13,10 @@ import org.foldcp.ops.InvalidInputException;
  * @param copyThreads threads that copy submitted complexes into pinned blocks, block by block in
  *     submission order, so that the first complex is on the device soonest and one complex's copy
  *     runs at several threads' memory bandwidth
+ * @param cacheBytes the most pinned host bytes that cached rows may take ({@link PinnedCache}):
+ *     allocated span by span as rows are cached, none before; 0 keeps every cached row on the heap
  */
-public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyThreads) {
+public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyThreads, long cacheBytes) {
   /** 16 MiB blocks: large enough for the DMA engines' full rate, small enough to stream through. */
   public static final long DEFAULT_BLOCK_BYTES = 16L << 20;
   /** 1 GiB of pinned memory: 64 blocks, a few in flight for each of up to 16 host threads. */
@@ -22,8 +24,10 @@ public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyT
   public static final int DEFAULT_SLOTS = 4;
   /** Half of a 16-core host: 8 threads reached 49-57 GB/s of host copies there (bench/host_memcpy.c). */
   public static final int DEFAULT_COPY_THREADS = 8;
+  /** 8 GiB: 128 complexes of (512, 512, 128), or 8 of (2048, 2048, 128); nothing is pinned until rows are cached. */
+  public static final long DEFAULT_CACHE_BYTES = 8L << 30;
   public static final FeedSettings DEFAULT = new FeedSettings(DEFAULT_POOL_BYTES, DEFAULT_BLOCK_BYTES, DEFAULT_SLOTS,
-      DEFAULT_COPY_THREADS);
+      DEFAULT_COPY_THREADS, DEFAULT_CACHE_BYTES);
 
   public FeedSettings {
     InvalidInputException.require(blockBytes >= (1L << 20) && blockBytes <= (1L << 30), "pinned block bytes",
@@ -36,6 +40,7 @@ public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyT
         "must be >= 2 (one complex computes while another one's bytes move)");
     InvalidInputException.require(copyThreads >= 1 && copyThreads <= 256, "feed copy threads", copyThreads,
         "must lie in [1, 256]");
+    InvalidInputException.require(cacheBytes >= 0, "pinned cache bytes", cacheBytes, "must be >= 0");
   }
 
   /** Whole blocks in the pool. */

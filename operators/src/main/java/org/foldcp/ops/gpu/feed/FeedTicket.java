@@ -18,10 +18,12 @@ public final class FeedTicket {
   private final String what;
   private final long submitWaitNanos;
   private final long copyNanos;
+  private final boolean inPlace;
   private boolean done;
 
   FeedTicket(StackFeed feed, DeviceSlot slot, int n, int dim, long bytes, boolean allowNonFinite,
-             String what, long submitWaitNanos, long copyNanos) {
+             String what, long submitWaitNanos, long copyNanos, boolean inPlace) {
+    this.inPlace = inPlace;
     this.submitWaitNanos = submitWaitNanos;
     this.copyNanos = copyNanos;
     this.feed = feed;
@@ -31,6 +33,11 @@ public final class FeedTicket {
     this.bytes = bytes;
     this.allowNonFinite = allowNonFinite;
     this.what = what;
+  }
+
+  /** Whether the pair values were uploaded straight from the pinned cache (no host copy). */
+  public boolean uploadedInPlace() {
+    return inPlace;
   }
 
   /**

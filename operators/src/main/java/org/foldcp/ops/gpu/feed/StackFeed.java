@@ -18,6 +18,7 @@ import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.NativeTriMul;
+import org.foldcp.ops.gpu.PinnedHostBuffer;
 import org.foldcp.ops.layer.TriMulLayer;
 
 /**
@@ -53,6 +54,7 @@ public final class StackFeed implements AutoCloseable {
   private final LayerCache layers;
   private final long memoryBudget;
   private final PinnedPool pool;
+  private final PinnedCache cache;
   private final GpuStream compute;
   private final ThreadPoolExecutor copiers;
   private final List<DeviceSlot> slots = new ArrayList<>();
@@ -64,6 +66,7 @@ public final class StackFeed implements AutoCloseable {
 
   private final AtomicLong complexes = new AtomicLong();
   private final AtomicLong bytesIn = new AtomicLong();
+  private final AtomicLong bytesInPlace = new AtomicLong();
   private final AtomicLong bytesOut = new AtomicLong();
   private final AtomicLong gpuNanos = new AtomicLong();
   private final AtomicLong waitNanos = new AtomicLong();
@@ -100,12 +103,17 @@ public final class StackFeed implements AutoCloseable {
     }
     this.pool = p;
     this.compute = s;
+    this.cache = new PinnedCache((bytes, purpose) -> {
+      PinnedHostBuffer b = PinnedHostBuffer.allocate(device, bytes, purpose);
+      return new PinnedCache.Allocation(b.address(), b);
+    }, settings.cacheBytes(), "GPU " + device.ordinal());
     this.copiers = new ThreadPoolExecutor(settings.copyThreads(), settings.copyThreads(), 0L, TimeUnit.MILLISECONDS,
         new LinkedBlockingQueue<>(), copyThreadFactory(device.ordinal()));
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
         + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
         + settings.slots() + " device slots, " + settings.copyThreads() + " copy threads, one compute stream and an"
-        + " upload and a download stream per slot");
+        + " upload and a download stream per slot; cached rows in pinned memory up to " + mib(cache.capacity())
+        + " (uploaded where they lie, no host copy)");
   }
 
   private static ThreadFactory copyThreadFactory(int ordinal) {
@@ -199,7 +207,17 @@ public final class StackFeed implements AutoCloseable {
       long xBytes = in.pairBytes();
       long maskBytes = in.hasMask() ? in.maskBytes() : 0;
       slot.ensure(xBytes, maskBytes);
-      Copied copied = upload(slot, slot.x(), xBytes, in::copyPair);
+      PinnedCache.Span cached = cache.find(in.pairAddress(), xBytes);
+      Copied copied;
+      if (cached != null) {
+        // the values lie in the pinned cache: the DMA engine reads them there, nothing is copied on the host
+        slot.holdSource(cached);
+        slot.x().copyFromPinnedAsync(0, in.pairAddress(), xBytes, slot.up);
+        bytesInPlace.addAndGet(xBytes);
+        copied = new Copied(0, 0);
+      } else {
+        copied = upload(slot, slot.x(), xBytes, in::copyPair);
+      }
       if (maskBytes > 0) {
         copied = copied.plus(upload(slot, slot.mask(), maskBytes, in::copyMask));
       }
@@ -209,7 +227,8 @@ public final class StackFeed implements AutoCloseable {
       queued = true;
       bytesIn.addAndGet(xBytes + maskBytes);
       copyNanos.addAndGet(copied.copyNanos());
-      return new FeedTicket(this, slot, in.n(), in.dim(), xBytes, allowNonFinite, what, waited, copied.copyNanos());
+      return new FeedTicket(this, slot, in.n(), in.dim(), xBytes, allowNonFinite, what, waited, copied.copyNanos(),
+          cached != null);
     } finally {
       if (!queued) {
         settle(slot);
@@ -368,6 +387,7 @@ public final class StackFeed implements AutoCloseable {
       slot.up.synchronize();
       slot.down.synchronize();
       slot.computed.synchronize();
+      slot.holdSource(null); // its upload has run
     } finally {
       freeSlots.add(slot);
     }
@@ -376,13 +396,22 @@ public final class StackFeed implements AutoCloseable {
   // ------------------------------------------------------------------------------------------
   // Counters and closing
 
-  /** What the feed has done since it opened (a snapshot). */
-  public record Stats(long complexes, long bytesIn, long bytesOut, long gpuNanos, long waitNanos, long copyNanos,
-                      long pinnedBytes, long deviceBytes) {}
+  /**
+   * What the feed has done since it opened (a snapshot). {@code bytesInPlace}: the part of
+   * {@code bytesIn} uploaded straight from the pinned cache; {@code pinnedBytes}: the pool's,
+   * {@code cachedBytes}: the cache's now.
+   */
+  public record Stats(long complexes, long bytesIn, long bytesInPlace, long bytesOut, long gpuNanos, long waitNanos,
+                      long copyNanos, long pinnedBytes, long cachedBytes, long deviceBytes) {}
 
   public Stats stats() {
-    return new Stats(complexes.get(), bytesIn.get(), bytesOut.get(), gpuNanos.get(), waitNanos.get(),
-        copyNanos.get(), pool.totalBytes(), heldDeviceBytes());
+    return new Stats(complexes.get(), bytesIn.get(), bytesInPlace.get(), bytesOut.get(), gpuNanos.get(),
+        waitNanos.get(), copyNanos.get(), pool.totalBytes(), cache.heldBytes(), heldDeviceBytes());
+  }
+
+  /** The pinned memory that cached rows may live in (bounded; spans made as rows are cached). */
+  public PinnedCache cache() {
+    return cache;
   }
 
   /** The pinned pool (fixed size for the feed's life). */
@@ -398,8 +427,8 @@ public final class StackFeed implements AutoCloseable {
   }
 
   /**
-   * Waits for everything queued, then frees the slots, the workspace, the compute stream and the
-   * pinned pool, in that order. Callers have drained or abandoned their tickets. Idempotent.
+   * Waits for everything queued, then frees the slots, the workspace, the compute stream, the
+   * pinned cache and the pinned pool, in that order. Callers have drained or abandoned their tickets. Idempotent.
    */
   @Override
   public void close() {
@@ -416,6 +445,7 @@ public final class StackFeed implements AutoCloseable {
       workspace = null;
     }
     steps.add(compute);
+    steps.add(cache); // cached rows die with the executor's GPU (their memory is its context's)
     steps.add(pool);
     RuntimeException e = Closeables.closeAll(null, steps.toArray(new AutoCloseable[0]));
     if (e != null) {

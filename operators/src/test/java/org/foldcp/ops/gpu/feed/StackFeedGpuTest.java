@@ -31,7 +31,7 @@ import org.junit.jupiter.api.Test;
 @Tag("gpu")
 class StackFeedGpuTest {
   /** 1 MiB blocks, 4 of them: every complex here of N >= 128 at D = 32 streams through several. */
-  private static final FeedSettings SMALL = new FeedSettings(4L << 20, 1L << 20, 3, 2);
+  private static final FeedSettings SMALL = new FeedSettings(4L << 20, 1L << 20, 3, 2, 64L << 20);
 
   private static void assumeGpu() {
     String why = GpuTriMul.availability();
@@ -64,6 +64,68 @@ class StackFeedGpuTest {
       }
     }
     assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), MemoryLeakCheck.report());
+  }
+
+  /** A complex whose pair values lie in a span of the feed's pinned cache (as a cached Spark row's do). */
+  private record CachedComplex(HeapComplex heap, PinnedCache.Span span) implements ComplexIn {
+    static CachedComplex in(PinnedCache cache, HeapComplex heap) {
+      PinnedCache.Span span = cache.tryAllocate(heap.pairBytes(), "a cached complex");
+      assertNotNull(span, "the cache has room for " + heap.pairBytes() + " bytes");
+      HostCopy.copy(heap.pair(), HostCopy.BYTE_ARRAY_OFFSET, null, span.address(), heap.pairBytes());
+      return new CachedComplex(heap, span);
+    }
+
+    @Override public int batch() { return heap.batch(); }
+    @Override public int n() { return heap.n(); }
+    @Override public int dim() { return heap.dim(); }
+    @Override public boolean hasMask() { return heap.hasMask(); }
+    @Override public long pairAddress() { return span.address(); }
+
+    @Override
+    public void copyPair(long offset, long dst, long len) {
+      HostCopy.copy(null, span.address() + offset, null, dst, len);
+    }
+
+    @Override
+    public void copyMask(long offset, long dst, long len) {
+      heap.copyMask(offset, dst, len);
+    }
+  }
+
+  @Test
+  void aComplexInThePinnedCacheIsUploadedWhereItLiesWithTheSameBits() {
+    assumeGpu();
+    long mark = MemoryLeakCheck.mark();
+    try (GpuTriMul gpu = new GpuTriMul()) {
+      try (StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), SMALL, 0)) {
+        long inPlace = 0;
+        List<CachedComplex> cached = new ArrayList<>();
+        for (int[] c : new int[][] {{1, 100, 32}, {2, 130, 64}, {1, 257, 128}}) {
+          LayerStack stack = LayerStack.randomAlternating(2, c[2], 5 + c[1], true);
+          PairTensor x = PairTensor.random(c[0], c[1], c[2], c[1], 0.2);
+          HeapComplex heap = HeapComplex.of(x);
+          CachedComplex in = CachedComplex.in(feed.cache(), heap);
+          cached.add(in);
+          FeedTicket t = feed.submit(in, stack.layers(), false, "a cached complex");
+          assertTrue(t.uploadedInPlace(), "uploaded from the cache at " + x.shapeString());
+          byte[] out = new byte[(int) heap.pairBytes()];
+          t.drain(HeapComplex.into(out));
+          inPlace += heap.pairBytes();
+          assertArrayEquals(run(feed, heap, stack, false), out, "cached vs copied through the pool at "
+              + x.shapeString());
+        }
+        assertEquals(inPlace, feed.stats().bytesInPlace(), "every cached complex skipped the host copy");
+        assertTrue(feed.stats().cachedBytes() >= inPlace, "the spans are held while reachable");
+        // a span that only holds part of the values (or none): copied through the pool as before
+        HeapComplex other = HeapComplex.of(PairTensor.random(1, 64, 32, 3, 0));
+        FeedTicket t = feed.submit(other, LayerStack.randomAlternating(1, 32, 2, true).layers(), false, "heap");
+        assertTrue(!t.uploadedInPlace(), "a heap complex is copied");
+        t.drain(HeapComplex.into(new byte[(int) other.pairBytes()]));
+        cached.clear();
+      }
+    }
+    assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), "the cache's spans are freed at close: "
+        + MemoryLeakCheck.report());
   }
 
   @Test
