@@ -19,6 +19,7 @@ import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.gpu.MemoryLeakCheck;
 import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.gpu.feed.HeapComplex;
+import org.foldcp.ops.gpu.feed.PinnedCache;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.sql.FoldCp;
@@ -34,7 +35,9 @@ import org.foldcp.spark.tiles.PairTiles;
  * once; every output equals, byte for byte (SHA-256 of the pair bytes), the decoding path's output
  * of the same complex (metrics level debug runs it); a second pass leaves the pinned memory where
  * the first left it, and the device memory the feed takes stays within its slots' and workspace's
- * bound. Prints PASS or FAIL lines; exits 1 on any FAIL.
+ * bound. The input is cached with {@link RowCachedBatchSerializer}, so its rows lie in the
+ * executor's pinned cache (the passes upload them from there): the cache holds them all, and gives
+ * its memory back once the input is unpersisted. Prints PASS or FAIL lines; exits 1 on any FAIL.
  */
 final class FeedCheck {
   private static final int COMPLEXES = 200;
@@ -48,7 +51,7 @@ final class FeedCheck {
     return c % 25 == 24 ? LARGE_N : NS[c % NS.length];
   }
 
-  public static void main(String[] args) {
+  public static void main(String[] args) throws InterruptedException {
     String why = GpuTriMul.availability();
     if (why != null) {
       System.out.println("FeedCheck: SKIP (" + why + ")");
@@ -71,16 +74,19 @@ final class FeedCheck {
         HeapComplex x = JobBenchmark.complex(c.intValue(), n, DIM);
         return RowFactory.create("c" + c, n, 0, 0, n, n, DIM, x.pair(), c % 3 == 0 ? null : x.mask());
       }, Encoders.row(PairTiles.SCHEMA)).persist(StorageLevel.MEMORY_ONLY());
+      // pinned memory apart from the row cache's spans: the pool and the slots' scan results; the
+      // feed opens with the first cached row (the cache lives in it), during the decoding pass
+      long pinnedBefore = feedPinned();
       spark.conf().set(FoldCpConf.METRICS_LEVEL.name(), "debug"); // the decoding path (profiled forward)
       Map<String, String> decoding = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
       spark.conf().set(FoldCpConf.METRICS_LEVEL.name(), "moderate"); // the feed
-      long pinnedBefore = MemoryLeakCheck.openBytes("pinned host buffer");
-      long freeBefore = deviceFree();
+      long cached = cachedPinned();
+      long freeBefore = deviceFree(); // after the decoding path's own buffers, before the feed's slots grow
       Map<String, String> feed = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
-      long pinnedAfterFirst = MemoryLeakCheck.openBytes("pinned host buffer");
+      long pinnedAfterFirst = feedPinned();
       long freeAfterFirst = deviceFree();
       Map<String, String> again = digests(FoldCp.apply(in, stack, FoldCpOptions.fromConf()));
-      long pinnedAfterSecond = MemoryLeakCheck.openBytes("pinned host buffer");
+      long pinnedAfterSecond = feedPinned();
       long freeAfterSecond = deviceFree();
 
       int same = 0;
@@ -112,7 +118,23 @@ final class FeedCheck {
           "device memory the feed took over both passes: %d MiB (after the first pass %d MiB), within its bound of"
               + " 4 slots of the largest complex and one workspace (%d MiB)", (freeBefore - freeAfterSecond) >> 20,
           (freeBefore - freeAfterFirst) >> 20, bound >> 20));
+      // the input rows in the pinned cache (every pass after the first uploads them with no host
+      // copy), and back once the cache is dropped
+      long pairBytes = 0;
+      for (int c = 0; c < COMPLEXES; c++) {
+        pairBytes += 2L * nOf(c) * nOf(c) * DIM;
+      }
+      ok &= report(cached >= pairBytes && cachedPinned() == cached, String.format(Locale.ROOT,
+          "the 200 cached rows lie in the pinned cache: %d MiB (their pair bytes: %d MiB), unchanged by the passes",
+          cached >> 20, pairBytes >> 20));
       in.unpersist(true);
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      while (cachedPinned() > 0 && System.nanoTime() < deadline) {
+        System.gc();
+        Thread.sleep(50);
+      }
+      ok &= report(cachedPinned() == 0, String.format(Locale.ROOT,
+          "unpersisted, the cache's pinned memory came back (%d bytes left)", cachedPinned()));
     } finally {
       spark.stop();
     }
@@ -134,6 +156,15 @@ final class FeedCheck {
       m.put(r.getString(0), r.getString(1));
     }
     return m;
+  }
+
+  /** Pinned bytes of the feed itself (pool, scan results): every pinned buffer but the row cache's spans. */
+  private static long feedPinned() {
+    return MemoryLeakCheck.openBytes("pinned host buffer") - cachedPinned();
+  }
+
+  private static long cachedPinned() {
+    return MemoryLeakCheck.openBytes("pinned host buffer", PinnedCache.SPAN);
   }
 
   private static long deviceFree() {

@@ -104,6 +104,17 @@ public final class MemoryLeakCheck {
     return sum;
   }
 
+  /** Bytes held by open handles of {@code kind} whose description starts with {@code prefix}. */
+  public static long openBytes(String kind, String prefix) {
+    long sum = 0;
+    for (OpenHandle h : OPEN.values()) {
+      if (h.kind.equals(kind) && h.description.startsWith(prefix)) {
+        sum += h.bytes;
+      }
+    }
+    return sum;
+  }
+
   /** A readable list of open handles with their allocation sites ("no open GPU handles" if none). */
   public static String report() {
     List<OpenHandle> open = openHandles();

@@ -11,6 +11,7 @@ import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
+import org.apache.spark.sql.execution.columnar.InMemoryRelation$;
 import org.apache.spark.storage.StorageLevel;
 import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.gpu.feed.PinnedCache;
@@ -46,10 +47,22 @@ class PinnedRowCacheTest {
 
   @BeforeAll
   static void start() {
+    // Spark reads spark.sql.cache.serializer once per JVM (InMemoryRelation keeps the instance in
+    // a static field): a test class that cached anything earlier in this JVM fixed the default
+    // one. Forget it so this session's serializer is read, and forget it again after.
+    InMemoryRelation$.MODULE$.clearSerializer();
+    // a session left by another test class (active or default) would be handed back by
+    // getOrCreate with its own static settings, so both are stopped first
     SparkSession.getActiveSession().foreach(s -> {
       s.stop();
       return null;
     });
+    SparkSession.getDefaultSession().foreach(s -> {
+      s.stop();
+      return null;
+    });
+    SparkSession.clearActiveSession();
+    SparkSession.clearDefaultSession();
     spark = SparkSession.builder()
         .master("local[2]")
         .appName("fold-cp pinned row cache test")
@@ -58,11 +71,14 @@ class PinnedRowCacheTest {
         .config("spark.sql.cache.serializer", OverPlainMemory.class.getName())
         .config("spark.foldcp.route", "cpu")
         .getOrCreate();
+    assertEquals(OverPlainMemory.class.getName(), spark.conf().get("spark.sql.cache.serializer"),
+        "this test's session, with its own cache serializer");
   }
 
   @AfterAll
   static void stop() {
     spark.stop();
+    InMemoryRelation$.MODULE$.clearSerializer(); // later test classes get the default serializer
     if (cache != null) {
       cache.close();
       cache = null;

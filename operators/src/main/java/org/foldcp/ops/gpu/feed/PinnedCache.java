@@ -29,6 +29,8 @@ public final class PinnedCache implements AutoCloseable {
     t.setDaemon(true);
     return t;
   });
+  /** How a span's page-locked buffer is described (MemoryLeakCheck), before the caller's purpose. */
+  public static final String SPAN = "pinned cache span";
   private static final long GC_RETRY_MILLIS = 1000;
   private static final long GC_WAIT_MILLIS = 100;
 

@@ -104,7 +104,7 @@ public final class StackFeed implements AutoCloseable {
     this.pool = p;
     this.compute = s;
     this.cache = new PinnedCache((bytes, purpose) -> {
-      PinnedHostBuffer b = PinnedHostBuffer.allocate(device, bytes, purpose);
+      PinnedHostBuffer b = PinnedHostBuffer.allocate(device, bytes, PinnedCache.SPAN + ": " + purpose);
       return new PinnedCache.Allocation(b.address(), b);
     }, settings.cacheBytes(), "GPU " + device.ordinal());
     this.copiers = new ThreadPoolExecutor(settings.copyThreads(), settings.copyThreads(), 0L, TimeUnit.MILLISECONDS,
