@@ -111,6 +111,32 @@ public final class HostCopy {
     copy(src, SHORT_ARRAY_OFFSET, null, dst, 2L * src.length);
   }
 
+  /**
+   * Copies bytes [fromByte, fromByte + len) of {@code src} (bf16 values, 2 bytes each, little-endian)
+   * to the raw address {@code dst}.
+   */
+  public static void shortsToAddress(short[] src, long fromByte, long dst, long len) {
+    if (fromByte < 0 || len < 0 || fromByte > 2L * src.length - len) {
+      throw new IndexOutOfBoundsException("bytes [" + fromByte + ", " + fromByte + " + " + len + ") of a short["
+          + src.length + "]");
+    }
+    copy(src, SHORT_ARRAY_OFFSET + fromByte, null, dst, len);
+  }
+
+  /** Copies {@code len} bytes from the raw address {@code src} into {@code dst} from its byte {@code toByte}. */
+  public static void shortsFromAddress(long src, short[] dst, long toByte, long len) {
+    if (toByte < 0 || len < 0 || toByte > 2L * dst.length - len) {
+      throw new IndexOutOfBoundsException("bytes [" + toByte + ", " + toByte + " + " + len + ") of a short["
+          + dst.length + "]");
+    }
+    copy(null, src, dst, SHORT_ARRAY_OFFSET + toByte, len);
+  }
+
+  /** Sets {@code len} bytes from the raw address {@code dst} to {@code value}. */
+  public static void fill(long dst, long len, byte value) {
+    UNSAFE.setMemory(dst, len, value);
+  }
+
   /** Fills all of {@code dst} from the 2 * dst.length bytes at the raw address {@code src}. */
   public static void shortsFromAddress(long src, short[] dst) {
     copy(null, src, dst, SHORT_ARRAY_OFFSET, 2L * dst.length);

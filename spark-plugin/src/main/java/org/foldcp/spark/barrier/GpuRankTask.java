@@ -12,6 +12,7 @@ import org.foldcp.ops.cp.TileBounds;
 import org.foldcp.ops.gpu.cp.CpGpuStack;
 import org.foldcp.ops.gpu.cp.NativeCp;
 import org.foldcp.ops.gpu.cp.NvshmemTeam;
+import org.foldcp.ops.gpu.feed.PinnedTransfers;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.config.FoldCpConf;
@@ -35,7 +36,8 @@ import org.slf4j.LoggerFactory;
  *   <li>forms, or reuses, this executor's NVSHMEM team ({@link NvshmemTeam#form}) through the
  *       stage's allGather ({@link BarrierRendezvous}): with several teams in the stage, each team
  *       is an NVSHMEM world of its own (its rank 0's unique id; a process belongs to one world);
- *   <li>runs every complex through a {@link CpGpuStack}, one stack per complex shape (N, D) at a
+ *   <li>runs every complex through a {@link CpGpuStack}, its tile in and out through the executor's
+ *       pinned pool and copy threads ({@link TaskBackends#transfers}), one stack per complex shape (N, D) at a
  *       time: complexes of one shape share a stack(), which is closed (collectively, on every rank
  *       in the same order) before the next shape's is made, so the symmetric heap holds one
  *       plan at a time. One complex per output tile the consumer pulls ({@link RankOutput}).
@@ -77,7 +79,7 @@ final class GpuRankTask extends RankBody {
       List<ComplexShape> inShapeOrder = new ArrayList<>();
       shapes.values().forEach(inShapeOrder::addAll);
       return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
-          inShapeOrder, new NvshmemRank(rank, team, mine, shapes.size()), ctx);
+          inShapeOrder, new NvshmemRank(rank, team, TaskBackends.transfers(device), mine, shapes.size()), ctx);
     } catch (RuntimeException | Error e) {
       throw RankBody.withRank(plan, rank, e);
     }
@@ -90,6 +92,7 @@ final class GpuRankTask extends RankBody {
   private final class NvshmemRank implements RankOutput.Rank {
     private final int rank;
     private final NvshmemTeam team;
+    private final PinnedTransfers transfers; // the executor's
     private final Map<String, TileRecord> mine;
     private final int shapeCount;
     private CpGpuStack cp; // the stack of the current shape, or null
@@ -101,9 +104,10 @@ final class GpuRankTask extends RankBody {
     private long toChannels;
     private long toTokens;
 
-    NvshmemRank(int rank, NvshmemTeam team, Map<String, TileRecord> mine, int shapeCount) {
+    NvshmemRank(int rank, NvshmemTeam team, PinnedTransfers transfers, Map<String, TileRecord> mine, int shapeCount) {
       this.rank = rank;
       this.team = team;
+      this.transfers = transfers;
       this.mine = mine;
       this.shapeCount = shapeCount;
     }
@@ -114,7 +118,7 @@ final class GpuRankTask extends RankBody {
       if (cp == null || !key.equals(shape)) {
         closeStack();
         cp = new CpGpuStack(team, plan.grid, c.nTokens(), 1, stack(), plan.nvshmem.storeRoute(),
-            plan.nvshmem.reshard());
+            plan.nvshmem.reshard(), transfers);
         shape = key;
         route = cp.route().label();
       }

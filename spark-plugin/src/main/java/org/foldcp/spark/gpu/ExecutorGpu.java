@@ -1,6 +1,8 @@
 package org.foldcp.spark.gpu;
 
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -10,9 +12,11 @@ import java.util.function.IntFunction;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.Closeables;
+import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.foldcp.ops.gpu.feed.PinnedCache;
+import org.foldcp.ops.gpu.feed.PinnedTransfers;
 import org.foldcp.ops.gpu.feed.StackFeed;
 import org.foldcp.spark.config.FoldCpConf;
 import org.slf4j.Logger;
@@ -49,6 +53,8 @@ public final class ExecutorGpu implements AutoCloseable {
   private final Object lock = new Object();
   private TriMulBackend backend; // opened at the first borrow; guarded by lock
   private StackFeed feed; // opened at the first feed(); guarded by lock
+  private GpuDevice transferDevice; // the context retain the transfers' pinned memory lives in; guarded by lock
+  private PinnedTransfers transfers; // opened at the first transfers(); guarded by lock
   private volatile boolean closed; // written under lock
 
   /** The GPU backend on {@code deviceOrdinal}, lent to {@code permits} tasks at a time. */
@@ -184,9 +190,35 @@ public final class ExecutorGpu implements AutoCloseable {
       requireOpen();
       TriMulBackend b = backend();
       if (feed == null && b instanceof GpuTriMul g) {
-        feed = new StackFeed(g.device(), g.layerCache(), feedSettings, g.memoryBudget());
+        feed = new StackFeed(g.device(), g.layerCache(), transfers(), feedSettings, g.memoryBudget());
       }
       return Optional.ofNullable(feed);
+    }
+  }
+
+  /**
+   * The executor's one path between host memory and this GPU ({@link PinnedTransfers}: the pinned
+   * pool of {@link FoldCpConf#GPU_PINNED_POOL_BYTES} and {@link FoldCpConf#GPU_COPY_THREADS} copy
+   * threads), opened at the first call and kept until the executor shuts down: the cp = 1 feed
+   * moves its complexes through it, the CP ranks their tiles. Opening it needs no backend and no
+   * permit (it allocates pinned memory on the device's primary context and computes nothing).
+   */
+  public PinnedTransfers transfers() {
+    synchronized (lock) {
+      requireOpen();
+      if (transfers == null) {
+        GpuDevice d = GpuDevice.open(deviceOrdinal);
+        try {
+          transfers = new PinnedTransfers(d, feedSettings);
+        } catch (RuntimeException e) {
+          Closeables.closeAll(e, d);
+          throw e;
+        }
+        transferDevice = d;
+        LOG.info("fold-cp: GPU {} host transfers: pinned pool of {} blocks of {} MiB, {} copy threads", deviceOrdinal,
+            feedSettings.blocks(), feedSettings.blockBytes() >> 20, feedSettings.copyThreads());
+      }
+      return transfers;
     }
   }
 
@@ -212,31 +244,38 @@ public final class ExecutorGpu implements AutoCloseable {
   }
 
   /**
-   * Closes the feed (its slots, streams and pinned pool), then the backend, once: GpuTriMul frees its layers, buffers, staging, stream and context in
-   * that order, after any forward in flight. Later borrows fail; a second close does nothing.
+   * Closes the feed (its slots and streams), the transfers (copy threads, then the pinned pool)
+   * and their context retain, then the backend, once: GpuTriMul frees its layers, buffers,
+   * staging, stream and context in that order, after any forward in flight. Later borrows fail; a
+   * second close does nothing.
    */
   @Override
   public void close() {
+    List<AutoCloseable> steps = new ArrayList<>();
     TriMulBackend open;
-    StackFeed openFeed;
     synchronized (lock) {
       if (closed) {
         return;
       }
       closed = true;
       open = backend;
-      openFeed = feed;
+      // the feed first: it uses the transfers, the backend's device and layers
+      steps.add(feed);
+      steps.add(transfers);
+      steps.add(transferDevice);
+      steps.add(open);
       backend = null;
       feed = null;
+      transfers = null;
+      transferDevice = null;
     }
     if (open != null) {
       LOG.info("fold-cp: closing GPU {} of this executor ({}; {} of {} permits lent)", deviceOrdinal, open,
           permits - semaphore.availablePermits(), permits);
-      // the feed first: it uses the backend's device and layers
-      RuntimeException e = Closeables.closeAll(null, openFeed, open);
-      if (e != null) {
-        throw e;
-      }
+    }
+    RuntimeException e = Closeables.closeAll(null, steps.toArray(new AutoCloseable[0]));
+    if (e != null) {
+      throw e;
     }
   }
 

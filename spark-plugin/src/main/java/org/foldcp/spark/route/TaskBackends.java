@@ -7,6 +7,7 @@ import org.apache.spark.TaskContext;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.gpu.feed.PinnedCache;
+import org.foldcp.ops.gpu.feed.PinnedTransfers;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.gpu.BorrowedGpu;
@@ -65,6 +66,15 @@ public final class TaskBackends {
       throw noGpu(choice.whyNotGpu());
     }
     return choice.ordinal();
+  }
+
+  /**
+   * The executor's host transfers to GPU {@code ordinal} (its pinned pool and copy threads,
+   * {@link ExecutorGpu#transfers}), for work on the GPU that moves its own bytes, such as an NVSHMEM
+   * rank's tiles; opened at the first call, kept by the executor.
+   */
+  public static PinnedTransfers transfers(int ordinal) {
+    return executorGpu(ordinal).transfers();
   }
 
   /**

@@ -128,7 +128,7 @@ final class FeedForward implements Iterator<InternalRow> {
   private InternalRow drainOldest() {
     InFlight f = inFlight.poll();
     long t0 = System.nanoTime();
-    PinnedPool.Run run = feed.pool().tryAcquireRun(UnsafeTileRows.rowBytes(f.complexId, f.pairBytes, f.mask));
+    PinnedPool.Run run = feed.transfers().pool().tryAcquireRun(UnsafeTileRows.rowBytes(f.complexId, f.pairBytes, f.mask));
     FeedTicket.Drained d;
     try {
       if (run != null) {
@@ -144,7 +144,7 @@ final class FeedForward implements Iterator<InternalRow> {
       throw NonFiniteInput.about(e, "the pair tensor of complex '" + f.complexId + "'");
     } finally {
       if (run != null) {
-        feed.pool().release(run); // the drain failed: nothing was handed out from it
+        feed.transfers().pool().release(run); // the drain failed: nothing was handed out from it
       }
     }
     metrics.computeNanos(System.nanoTime() - t0);
@@ -162,7 +162,7 @@ final class FeedForward implements Iterator<InternalRow> {
     if (lent != null) {
       PinnedPool.Run r = lent;
       lent = null;
-      feed.pool().release(r);
+      feed.transfers().pool().release(r);
     }
   }
 

@@ -12,9 +12,10 @@ import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuStream;
-import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
 import org.foldcp.ops.gpu.ScanResult;
+import org.foldcp.ops.gpu.feed.PinnedTransfers;
+import org.foldcp.ops.gpu.feed.TensorBytes;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.tensor.PairTensor;
@@ -27,11 +28,16 @@ import org.foldcp.ops.tensor.PairTensor;
  * {@link InvalidInputException} on every rank, naming the ranks). The store route is decided
  * here, once, identically on every rank ({@link #route()}), and never in {@link #forward}.
  *
+ * <p>The tile moves between host and device through the executor's {@link PinnedTransfers}
+ * (borrowed: its pinned pool and copy threads), block by block: bulk copies on several threads,
+ * each block's upload queued as soon as it is full, the download handed over block by block while
+ * the next blocks arrive; the non-finite check runs on the device. Pinned memory is the pool's,
+ * whatever the tile's size. The pair tensor stays on the GPU across all layers of the stack: one
+ * upload, one download.
+ *
  * <p>Holds, freed by {@link #close()} in this order: the native plan (its symmetric buffers:
- * collective), the native layers, the tile buffers on the device and the pinned staging the tile
- * moves through (bulk copies, one asynchronous upload and download, the non-finite check on the
- * device), the stream, the device retain.
- * The pair tensor stays on the GPU across all layers of the stack: one upload, one download.
+ * collective), the native layers, the tile buffers on the device and the scan result's pinned
+ * word, the stream, the device retain.
  */
 public final class CpGpuStack implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(CpGpuStack.class.getName());
@@ -45,9 +51,8 @@ public final class CpGpuStack implements AutoCloseable {
   private final DeviceBuffer tileBuf;
   private final DeviceBuffer maskBuf;
   private final DeviceBuffer scanBuf;
-  private final PinnedHostBuffer staging; // the tile's values, then its mask (addressed raw: may pass 2 GiB)
+  private final PinnedTransfers transfers;
   private final PinnedHostBuffer scanHost;
-  private final long maskAt;
   private final long plan;
   private final StoreRoute route;
   private final Reshard reshard;
@@ -57,21 +62,21 @@ public final class CpGpuStack implements AutoCloseable {
 
   /**
    * The stack on {@code grid} (cp0 * cp1 must equal the team size) for complexes of N tokens and
-   * {@code batch} batch elements; {@code requested} route AUTO, PEER or PUT; reshards fused.
+   * {@code batch} batch elements; {@code requested} route AUTO, PEER or PUT; the reshards
+   * {@code reshard} (fused into the epilogues, or a separate all-to-all); tiles moving through
+   * {@code transfers}, which must be on the team's device.
    */
-  public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested) {
-    this(team, grid, n, batch, stack, requested, Reshard.FUSED);
-  }
-
-  /** As above, with the reshards {@code reshard} (fused into the epilogues, or a separate all-to-all). */
   public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested,
-      Reshard reshard) {
+      Reshard reshard, PinnedTransfers transfers) {
     this.layout = ShardLayout.forGpu(grid, n, stack.dim());  // first: D % cp is named before anything else
     InvalidInputException.require(grid.size() == team.size(), "cp grid", grid,
         "must have as many ranks as the NVSHMEM team (" + team.size() + ")");
     InvalidInputException.require(batch >= 1, "batch", batch, "must be >= 1");
+    InvalidInputException.require(transfers.device().ordinal() == team.spec().device(), "pinned transfers' GPU",
+        transfers.device().ordinal(), "must be the team's GPU " + team.spec().device());
     this.team = team;
     this.batch = batch;
+    this.transfers = transfers;
     TileBounds t = layout.tile(team.rank());
     GpuDevice dev = GpuDevice.open(team.spec().device());
     GpuStream s = null;
@@ -79,7 +84,6 @@ public final class CpGpuStack implements AutoCloseable {
     DeviceBuffer tb = null;
     DeviceBuffer mb = null;
     DeviceBuffer sb = null;
-    PinnedHostBuffer st = null;
     PinnedHostBuffer sh = null;
     long p = 0;
     long tokens = (long) batch * t.rows * t.cols;
@@ -97,10 +101,9 @@ public final class CpGpuStack implements AutoCloseable {
       tb = DeviceBuffer.allocate(dev, tileBytes, "CP tile (x / out)");
       mb = DeviceBuffer.allocate(dev, tokens, "CP tile mask");
       sb = DeviceBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result");
-      st = PinnedHostBuffer.allocate(dev, tileBytes + tokens, "CP tile staging (values, mask)");
       sh = PinnedHostBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result (host)");
     } catch (RuntimeException e) {
-      closeQuietly(e, p, made, java.util.Arrays.asList(tb, mb, sb, st, sh), s, dev);
+      closeQuietly(e, p, made, java.util.Arrays.asList(tb, mb, sb, sh), s, dev);
       throw e;
     }
     this.device = dev;
@@ -109,9 +112,7 @@ public final class CpGpuStack implements AutoCloseable {
     this.tileBuf = tb;
     this.maskBuf = mb;
     this.scanBuf = sb;
-    this.staging = st;
     this.scanHost = sh;
-    this.maskAt = tileBytes;
     this.plan = p;
     this.route = StoreRoute.ofCode(NativeCp.planRoute(p));
     this.reshard = Reshard.ofCode(NativeCp.planReshard(p));
@@ -184,29 +185,10 @@ public final class CpGpuStack implements AutoCloseable {
         + t.cols + ", " + layout.dim() + ") for rank " + team.rank() + " of " + layout);
     device.makeCurrent();
     int d = layout.dim();
-    long rowBytes = (long) t.cols * d * 2;
-    long base = staging.address();
-    // Into pinned memory in bulk (one copy per row of the tile, the rows being separate arrays),
-    // then one upload each for the tile and its mask; the non-finite check runs on the device.
-    for (int b = 0; b < batch; b++) {
-      for (int i = 0; i < t.rows; i++) {
-        long r = (long) b * t.rows + i;
-        HostCopy.shortsToAddress(tile.row(b, i), base + r * rowBytes);
-      }
-    }
-    byte[] maskRow = new byte[t.cols];
-    for (int b = 0; b < batch; b++) {
-      for (int i = 0; i < t.rows; i++) {
-        byte[] m = tile.maskRow(b, i);
-        for (int j = 0; j < t.cols; j++) {
-          maskRow[j] = m == null || m[j] != 0 ? (byte) 1 : (byte) 0; // the kernels read 0 or 1
-        }
-        HostCopy.toAddress(maskRow, 0, base + maskAt + ((long) b * t.rows + i) * t.cols, t.cols);
-      }
-    }
     long tokens = (long) batch * t.rows * t.cols;
-    tileBuf.copyFromHostAsync(0, staging, 0, tokens * d * 2, stream);
-    maskBuf.copyFromHostAsync(0, staging, maskAt, tokens, stream);
+    long valueBytes = tokens * d * 2;
+    transfers.upload((off, dst, len) -> TensorBytes.copyValues(tile, off, dst, len), valueBytes, tileBuf, stream);
+    transfers.upload((off, dst, len) -> TensorBytes.copyMask(tile, off, dst, len), tokens, maskBuf, stream);
     if (!allowNonFinite) {
       NativeCp.nonFiniteScan(tileBuf.address(), tokens * d, scanBuf.address(), stream.handle());
       scanBuf.copyToHostAsync(0, scanHost, 0, ScanResult.BYTES, stream);
@@ -214,15 +196,8 @@ public final class CpGpuStack implements AutoCloseable {
       ScanResult.throwIfFound(scanHost.buffer(), t.rows, t.cols, d, "the pair tile of rank " + team.rank());
     }
     NativeCp.forward(plan, tileBuf.address(), maskBuf.address(), tileBuf.address(), stream.handle());
-    tileBuf.copyToHostAsync(0, staging, 0, tokens * d * 2, stream);
-    stream.synchronize();
     PairTensor out = PairTensor.zeros(batch, t.rows, t.cols, d);
-    for (int b = 0; b < batch; b++) {
-      for (int i = 0; i < t.rows; i++) {
-        long r = (long) b * t.rows + i;
-        HostCopy.shortsFromAddress(base + r * rowBytes, out.row(b, i));
-      }
-    }
+    transfers.download(tileBuf, valueBytes, stream, (off, src, len) -> TensorBytes.takeValues(out, off, src, len));
     out.setMask(tile.maskCopy());
     return out;
   }
@@ -242,7 +217,7 @@ public final class CpGpuStack implements AutoCloseable {
     } catch (RuntimeException e) {
       first = e;
     }
-    first = closeQuietly(first, 0, toList(layers), java.util.Arrays.asList(tileBuf, maskBuf, scanBuf, staging, scanHost), stream, device);
+    first = closeQuietly(first, 0, toList(layers), java.util.Arrays.asList(tileBuf, maskBuf, scanBuf, scanHost), stream, device);
     if (first != null) {
       throw first;
     }
@@ -256,7 +231,7 @@ public final class CpGpuStack implements AutoCloseable {
     return l;
   }
 
-  /** {@code buffers}: the device buffers and the pinned staging, any of them null (not made yet). */
+  /** {@code buffers}: the device buffers and the scan result's pinned word, any of them null (not made yet). */
   private static RuntimeException closeQuietly(RuntimeException first, long plan, List<Long> layers,
       List<AutoCloseable> buffers, GpuStream s, GpuDevice dev) {
     List<AutoCloseable> steps = new ArrayList<>();

@@ -1,6 +1,5 @@
 package org.foldcp.ops.gpu.feed;
 
-import java.util.ArrayDeque;
 import org.foldcp.ops.NonFiniteInputException;
 import org.foldcp.ops.gpu.ScanResult;
 
@@ -49,58 +48,27 @@ public final class FeedTicket {
   public Drained drain(ComplexOut out) {
     requireUndrained();
     done = true;
-    long waited = 0;
-    ArrayDeque<Pending> pending = new ArrayDeque<>(); // queued downloads, oldest first
-    Pending current = null; // arrived, being handed over
     try {
       feed.device().makeCurrent();
       slot.computed.makeWait(slot.down);
       if (!allowNonFinite) {
         slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
       }
-      long gpu = -1;
-      long next = 0;
-      long handed = 0;
-      while (handed < bytes) {
-        while (next < bytes && pending.size() < StackFeed.DOWNLOAD_LOOKAHEAD) {
-          long t0 = System.nanoTime();
-          PinnedPool.Block b = pending.isEmpty() ? feed.pool().acquire() : feed.pool().tryAcquire();
-          waited += System.nanoTime() - t0;
-          if (b == null) {
-            break;
-          }
-          long len = Math.min(feed.pool().blockBytes(), bytes - next);
-          pending.add(new Pending(b, next, len));
-          slot.x().copyToHostAsync(next, b.arena, b.offset, len, slot.down);
-          b.lastUse.record(slot.down);
-          next += len;
-        }
-        current = pending.poll();
-        long t0 = System.nanoTime();
-        current.block.lastUse.synchronize();
-        waited += System.nanoTime() - t0;
-        if (gpu < 0) {
+      long[] gpu = {-1};
+      PinnedTransfers.Copied copied = feed.transfers().download(slot.x(), bytes, slot.down, (offset, src, len) -> {
+        if (gpu[0] < 0) {
           // the complex's kernels ran before this block's copy: their time and the scan are readable
-          gpu = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
+          gpu[0] = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
           if (!allowNonFinite) {
             throwIfNonFinite();
           }
         }
-        out.copyPair(current.offset, current.block.address(), current.len);
-        feed.pool().release(current.block);
-        handed += current.len;
-        current = null;
-      }
-      waited += submitWaitNanos;
-      feed.drained(gpu, waited, bytes);
-      return new Drained(gpu, waited, copyNanos, bytes);
+        out.copyPair(offset, src, len);
+      });
+      long waited = copied.waitNanos() + submitWaitNanos;
+      feed.drained(gpu[0], waited, bytes);
+      return new Drained(gpu[0], waited, copyNanos, bytes);
     } finally {
-      if (current != null) {
-        pending.addFirst(current);
-      }
-      for (Pending p : pending) {
-        feed.pool().release(p.block, slot.down); // after the copies still queued into it
-      }
       feed.settle(slot);
     }
   }
@@ -141,9 +109,6 @@ public final class FeedTicket {
       feed.settle(slot);
     }
   }
-
-  /** A block's download: where it goes in the output. */
-  private record Pending(PinnedPool.Block block, long offset, long len) {}
 
   /** Frees the slot without handing anything over (a task that stops before draining). */
   public void abandon() {

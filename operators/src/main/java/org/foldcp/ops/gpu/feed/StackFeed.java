@@ -4,11 +4,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.ArrayBlockingQueue;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.FutureTask;
-import java.util.concurrent.LinkedBlockingQueue;
-import java.util.concurrent.ThreadFactory;
-import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.foldcp.ops.InvalidInputException;
@@ -46,21 +41,17 @@ import org.foldcp.ops.layer.TriMulLayer;
  */
 public final class StackFeed implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(StackFeed.class.getName());
-  /** Download blocks queued ahead of the one being handed over. */
-  static final int DOWNLOAD_LOOKAHEAD = 4;
   private static final long WAIT_CHECK_MILLIS = 200;
 
   private final GpuDevice device;
   private final LayerCache layers;
   private final long memoryBudget;
-  private final PinnedPool pool;
+  private final PinnedTransfers transfers; // the executor's, borrowed
   private final PinnedCache cache;
   private final GpuStream compute;
-  private final ThreadPoolExecutor copiers;
   private final List<DeviceSlot> slots = new ArrayList<>();
   private final ArrayBlockingQueue<DeviceSlot> freeSlots;
   private final Object computeLock = new Object();
-  private final Object copyOrder = new Object(); // held while a complex queues its blocks
   private DeviceBuffer workspace; // guarded by computeLock
   private volatile boolean closed;
 
@@ -73,21 +64,22 @@ public final class StackFeed implements AutoCloseable {
   private final AtomicLong copyNanos = new AtomicLong();
 
   /**
-   * Opens the feed on {@code device}: allocates the pinned pool, the compute stream and the slots'
-   * streams and events (the slots' tensors come with the first complexes).
+   * Opens the feed on {@code device}: the compute stream and the slots' streams and events (the
+   * slots' tensors come with the first complexes). Host bytes move through {@code transfers}, the
+   * executor's pinned pool and copy threads, which the feed borrows and does not close.
    *
    * @param layers the device's native layers, shared with its backend
    * @param memoryBudget device bytes the feed may hold (0: whatever is free)
    */
-  public StackFeed(GpuDevice device, LayerCache layers, FeedSettings settings, long memoryBudget) {
+  public StackFeed(GpuDevice device, LayerCache layers, PinnedTransfers transfers, FeedSettings settings,
+                   long memoryBudget) {
     this.device = Objects.requireNonNull(device, "device");
     this.layers = Objects.requireNonNull(layers, "layers");
+    this.transfers = Objects.requireNonNull(transfers, "transfers");
     this.memoryBudget = memoryBudget;
     this.freeSlots = new ArrayBlockingQueue<>(settings.slots(), true);
-    PinnedPool p = null;
     GpuStream s = null;
     try {
-      p = new PinnedPool(device, settings.blocks(), settings.blockBytes());
       s = GpuStream.create(device);
       for (int k = 0; k < settings.slots(); k++) {
         DeviceSlot slot = new DeviceSlot(device, k);
@@ -97,32 +89,20 @@ public final class StackFeed implements AutoCloseable {
     } catch (RuntimeException e) {
       List<AutoCloseable> undo = new ArrayList<>(slots);
       undo.add(s);
-      undo.add(p);
       Closeables.closeAll(e, undo.toArray(new AutoCloseable[0]));
       throw e;
     }
-    this.pool = p;
     this.compute = s;
     this.cache = new PinnedCache((bytes, purpose) -> {
       PinnedHostBuffer b = PinnedHostBuffer.allocate(device, bytes, PinnedCache.SPAN + ": " + purpose);
       return new PinnedCache.Allocation(b.address(), b);
     }, settings.cacheBytes(), "GPU " + device.ordinal());
-    this.copiers = new ThreadPoolExecutor(settings.copyThreads(), settings.copyThreads(), 0L, TimeUnit.MILLISECONDS,
-        new LinkedBlockingQueue<>(), copyThreadFactory(device.ordinal()));
+    PinnedPool pool = transfers.pool();
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
         + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
-        + settings.slots() + " device slots, " + settings.copyThreads() + " copy threads, one compute stream and an"
+        + settings.slots() + " device slots, " + transfers.copyThreads() + " copy threads, one compute stream and an"
         + " upload and a download stream per slot; cached rows in pinned memory up to " + mib(cache.capacity())
         + " (uploaded where they lie, no host copy)");
-  }
-
-  private static ThreadFactory copyThreadFactory(int ordinal) {
-    AtomicLong made = new AtomicLong();
-    return r -> {
-      Thread t = new Thread(r, "fold-cp feed copy " + ordinal + "-" + made.getAndIncrement());
-      t.setDaemon(true); // never keeps an executor's JVM alive; close() stops them first anyway
-      return t;
-    };
   }
 
   // ------------------------------------------------------------------------------------------
@@ -208,18 +188,18 @@ public final class StackFeed implements AutoCloseable {
       long maskBytes = in.hasMask() ? in.maskBytes() : 0;
       slot.ensure(xBytes, maskBytes);
       PinnedCache.Span cached = cache.find(in.pairAddress(), xBytes);
-      Copied copied;
+      PinnedTransfers.Copied copied;
       if (cached != null) {
         // the values lie in the pinned cache: the DMA engine reads them there, nothing is copied on the host
         slot.holdSource(cached);
         slot.x().copyFromPinnedAsync(0, in.pairAddress(), xBytes, slot.up);
         bytesInPlace.addAndGet(xBytes);
-        copied = new Copied(0, 0);
+        copied = PinnedTransfers.Copied.NONE;
       } else {
-        copied = upload(slot, slot.x(), xBytes, in::copyPair);
+        copied = transfers.upload(in::copyPair, xBytes, slot.x(), slot.up);
       }
       if (maskBytes > 0) {
-        copied = copied.plus(upload(slot, slot.mask(), maskBytes, in::copyMask));
+        copied = copied.plus(transfers.upload(in::copyMask, maskBytes, slot.mask(), slot.up));
       }
       waited += copied.waitNanos();
       slot.uploaded.record(slot.up);
@@ -233,97 +213,6 @@ public final class StackFeed implements AutoCloseable {
       if (!queued) {
         settle(slot);
       }
-    }
-  }
-
-  /** A bulk copy of a source's bytes into raw memory. */
-  @FunctionalInterface
-  private interface Source {
-    void copy(long offset, long dst, long len);
-  }
-
-  /**
-   * What the copies of one upload took: the time the threads spent waiting for free pinned blocks,
-   * and the time they spent copying bytes (summed over the threads that copied).
-   */
-  private record Copied(long waitNanos, long copyNanos) {
-    Copied plus(Copied o) {
-      return new Copied(waitNanos + o.waitNanos, copyNanos + o.copyNanos);
-    }
-  }
-
-  /**
-   * Copies {@code src} into pinned blocks and uploads each on the slot's stream as soon as it is
-   * full; returns once every block's upload is queued. The blocks go to the copy threads (queued
-   * behind the blocks of complexes submitted earlier, so the first complex is on the device first)
-   * and the calling thread copies them too, from the last one back, instead of sleeping until the
-   * copy threads reach them: the tasks that feed the GPU add their cores to the copy threads'
-   * (a block is copied once, by whichever thread takes it first). The caller copies only its own
-   * blocks, so a task that is killed fails only its own complex. A failed block fails the submit
-   * after the others have finished (nothing of the slot is in use when this returns).
-   */
-  private Copied upload(DeviceSlot slot, DeviceBuffer dst, long bytes, Source src) {
-    long block = pool.blockBytes();
-    List<FutureTask<Copied>> blocks = new ArrayList<>();
-    // One complex's blocks go into the copy queue together: interleaved with the blocks of
-    // complexes submitted at the same moment by other tasks, every complex would finish its upload
-    // only when all of them had, and the GPU would wait for the whole wave instead of the first.
-    synchronized (copyOrder) {
-      for (long off = 0; off < bytes; off += block) {
-        long at = off;
-        long len = Math.min(block, bytes - off);
-        FutureTask<Copied> f = new FutureTask<>(() -> uploadBlock(slot, dst, at, len, src));
-        blocks.add(f);
-        copiers.execute(f);
-      }
-    }
-    for (int k = blocks.size() - 1; k >= 0; k--) {
-      blocks.get(k).run(); // returns at once where a copy thread has taken (or finished) the block
-    }
-    Copied copied = new Copied(0, 0);
-    RuntimeException failed = null;
-    boolean interrupted = false;
-    for (FutureTask<Copied> f : blocks) {
-      while (true) {
-        try {
-          copied = copied.plus(f.get());
-          break;
-        } catch (InterruptedException e) {
-          interrupted = true; // every block finishes before the slot can be given back
-        } catch (ExecutionException e) {
-          if (failed == null) {
-            failed = e.getCause() instanceof RuntimeException r ? r
-                : new IllegalStateException("a block copy of the GPU feed failed", e.getCause());
-          }
-          break;
-        }
-      }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-      if (failed == null) {
-        failed = new IllegalStateException("interrupted while copying a complex into the GPU feed");
-      }
-    }
-    if (failed != null) {
-      throw failed;
-    }
-    return copied;
-  }
-
-  /** One block, on a copy thread or the submitting one: a free pinned block, the bytes, the upload. */
-  private Copied uploadBlock(DeviceSlot slot, DeviceBuffer dst, long off, long len, Source src) {
-    long t0 = System.nanoTime();
-    PinnedPool.Block b = pool.acquire();
-    long t1 = System.nanoTime();
-    try {
-      src.copy(off, b.address(), len);
-      long t2 = System.nanoTime();
-      device.makeCurrent();
-      dst.copyFromHostAsync(off, b.arena, b.offset, len, slot.up);
-      return new Copied(t1 - t0, t2 - t1);
-    } finally {
-      pool.release(b, slot.up); // back once its copy, if queued, has run
     }
   }
 
@@ -406,7 +295,7 @@ public final class StackFeed implements AutoCloseable {
 
   public Stats stats() {
     return new Stats(complexes.get(), bytesIn.get(), bytesInPlace.get(), bytesOut.get(), gpuNanos.get(),
-        waitNanos.get(), copyNanos.get(), pool.totalBytes(), cache.heldBytes(), heldDeviceBytes());
+        waitNanos.get(), copyNanos.get(), transfers.pool().totalBytes(), cache.heldBytes(), heldDeviceBytes());
   }
 
   /** The pinned memory that cached rows may live in (bounded; spans made as rows are cached). */
@@ -414,9 +303,9 @@ public final class StackFeed implements AutoCloseable {
     return cache;
   }
 
-  /** The pinned pool (fixed size for the feed's life). */
-  public PinnedPool pool() {
-    return pool;
+  /** The executor's host <-> device path the feed moves its bytes through. */
+  public PinnedTransfers transfers() {
+    return transfers;
   }
 
   private void requireOpen() {
@@ -427,8 +316,8 @@ public final class StackFeed implements AutoCloseable {
   }
 
   /**
-   * Waits for everything queued, then frees the slots, the workspace, the compute stream, the
-   * pinned cache and the pinned pool, in that order. Callers have drained or abandoned their tickets. Idempotent.
+   * Waits for everything queued, then frees the slots, the workspace, the compute stream and the
+   * pinned cache, in that order (the transfers are the executor's, closed after the feed). Callers have drained or abandoned their tickets. Idempotent.
    */
   @Override
   public void close() {
@@ -437,7 +326,6 @@ public final class StackFeed implements AutoCloseable {
     }
     closed = true;
     List<AutoCloseable> steps = new ArrayList<>();
-    steps.add(this::stopCopiers);
     steps.add(compute::synchronize);
     steps.addAll(slots);
     synchronized (computeLock) {
@@ -446,18 +334,9 @@ public final class StackFeed implements AutoCloseable {
     }
     steps.add(compute);
     steps.add(cache); // cached rows die with the executor's GPU (their memory is its context's)
-    steps.add(pool);
     RuntimeException e = Closeables.closeAll(null, steps.toArray(new AutoCloseable[0]));
     if (e != null) {
       throw e;
-    }
-  }
-
-  /** Stops the copy threads (callers have finished submitting, so none is busy). */
-  private void stopCopiers() throws InterruptedException {
-    copiers.shutdownNow();
-    if (!copiers.awaitTermination(10, TimeUnit.SECONDS)) {
-      throw new IllegalStateException("the GPU feed's copy threads did not stop within 10 s");
     }
   }
 

@@ -4,6 +4,8 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.foldcp.ops.cp.Sharding;
+import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.feed.PinnedTransfers;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
@@ -30,8 +32,12 @@ public final class CpTeamRank {
     PairTensor out = null;
     long afterForwards;
     String route;
-    try (CpGpuStack stack = new CpGpuStack(team, c.cpGrid(), c.n(), c.batch(), c.stack(rank), c.route(),
-        c.reshard())) {
+    // this process is the rank's executor: its host transfers, small enough that every tile of the
+    // cases streams through the pool block by block (8 blocks of 1 MiB, two copy threads)
+    try (GpuDevice device = GpuDevice.open(team.spec().device());
+         PinnedTransfers transfers = new PinnedTransfers(device, 8, 1L << 20, 2);
+         CpGpuStack stack = new CpGpuStack(team, c.cpGrid(), c.n(), c.batch(), c.stack(rank), c.route(),
+             c.reshard(), transfers)) {
       route = stack.route().label();
       if (stack.reshard() != c.reshard()) {
         throw new IllegalStateException("asked for reshard " + c.reshard() + ", the plan runs " + stack.reshard());

@@ -51,7 +51,8 @@ class StackFeedGpuTest {
     assumeGpu();
     long mark = MemoryLeakCheck.mark();
     try (GpuTriMul gpu = new GpuTriMul()) {
-      try (StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), SMALL, 0)) {
+      try (PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+          StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
         for (int[] c : new int[][] {{1, 100, 32}, {2, 130, 64}, {1, 257, 128}, {1, 8, 256}}) {
           LayerStack stack = LayerStack.randomAlternating(3, c[2], 11 + c[1], true);
           PairTensor x = PairTensor.random(c[0], c[1], c[2], c[1], c[1] % 2 == 0 ? 0.2 : 0);
@@ -97,7 +98,8 @@ class StackFeedGpuTest {
     assumeGpu();
     long mark = MemoryLeakCheck.mark();
     try (GpuTriMul gpu = new GpuTriMul()) {
-      try (StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), SMALL, 0)) {
+      try (PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+          StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
         long inPlace = 0;
         List<CachedComplex> cached = new ArrayList<>();
         for (int[] c : new int[][] {{1, 100, 32}, {2, 130, 64}, {1, 257, 128}}) {
@@ -131,7 +133,8 @@ class StackFeedGpuTest {
   @Test
   void nanAndInfAreFoundOnTheDeviceAndNamedBeforeAnyOutput() {
     assumeGpu();
-    try (GpuTriMul gpu = new GpuTriMul(); StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), SMALL, 0)) {
+    try (GpuTriMul gpu = new GpuTriMul(); PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+        StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
       LayerStack stack = LayerStack.randomAlternating(2, 32, 3, false);
       PairTensor x = PairTensor.random(2, 70, 32, 9, 0);
       x.row(1, 5)[3 * 32 + 7] = (short) 0x7FC0;  // NaN at (1, 5, 3, 7)
@@ -173,7 +176,8 @@ class StackFeedGpuTest {
         ins.add(HeapComplex.of(x));
         want.add(HeapComplex.of(gpu.forward(x, stack)).pair());
       }
-      try (StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), SMALL, 0)) {
+      try (PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+          StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
         long freeBefore = gpu.device().memInfo().free();
         ExecutorService pool = Executors.newFixedThreadPool(3);
         try {
@@ -215,7 +219,7 @@ class StackFeedGpuTest {
         StackFeed.Stats s = feed.stats();
         assertEquals(200, s.complexes());
         assertEquals(4L << 20, s.pinnedBytes(), "pinned memory is the pool's, fixed");
-        assertEquals(4, feed.pool().available(), "every block back in the pool");
+        assertEquals(4, feed.transfers().pool().available(), "every block back in the pool");
         long slotBound = 3 * (2L * 200 * 200 * d + 200L * 200);
         assertTrue(s.deviceBytes() <= slotBound + org.foldcp.ops.gpu.NativeTriMul.workspaceSize(1, 200, d),
             "device memory bounded by 3 slots of the largest complex and one workspace: " + s.deviceBytes());
@@ -234,13 +238,13 @@ class StackFeedGpuTest {
   private static void check(StackFeed feed, FeedTicket t, int k, List<HeapComplex> ins, List<byte[]> want) {
     long bytes = ins.get(k).pairBytes();
     byte[] out = new byte[(int) bytes];
-    PinnedPool.Run run = k % 2 == 0 ? feed.pool().tryAcquireRun(bytes + 24) : null;
+    PinnedPool.Run run = k % 2 == 0 ? feed.transfers().pool().tryAcquireRun(bytes + 24) : null;
     if (run != null) {
       try {
         t.drainInto(run, 24);
         HostCopy.fromAddress(run.address() + 24, out, 0, bytes);
       } finally {
-        feed.pool().release(run);
+        feed.transfers().pool().release(run);
       }
     } else {
       t.drain(HeapComplex.into(out));
@@ -306,7 +310,8 @@ class StackFeedGpuTest {
   @Test
   void aComplexWhoseSlotsCannotFitIsLeftToTheBackendAndAnAbandonedTicketFreesItsSlot() {
     assumeGpu();
-    try (GpuTriMul gpu = new GpuTriMul(); StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), SMALL, 1L << 30)) {
+    try (GpuTriMul gpu = new GpuTriMul(); PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+        StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 1L << 30)) {
       assertTrue(feed.fits(1, 256, 128), "3 x 16 MiB and a workspace fit in 1 GiB");
       assertTrue(!feed.fits(1, 4096, 128), "3 x 4 GiB do not fit in a 1 GiB budget");
       LayerStack stack = LayerStack.randomAlternating(1, 32, 1, false);

@@ -1,0 +1,235 @@
+package org.foldcp.ops.gpu.feed;
+
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.FutureTask;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.foldcp.ops.gpu.Closeables;
+import org.foldcp.ops.gpu.DeviceBuffer;
+import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.GpuStream;
+
+/**
+ * Host bytes to and from one GPU through a fixed pinned pool: the executor's only path between
+ * host memory and its device, used by the cp = 1 feed ({@link StackFeed}) and the CP ranks alike.
+ * Bytes move in blocks of the pool: an upload's blocks are filled by the copy threads (and by the
+ * calling thread, which copies its own blocks from the last one back instead of waiting) and each
+ * is queued for the DMA engine as soon as it is full; a download keeps a few blocks' copies in
+ * flight and hands each block over as soon as it has arrived. So host copies run on several cores
+ * and overlap the DMA, and whatever the size of the data, pinned memory stays the pool's.
+ *
+ * <p>The owner (the executor's GPU) closes it after every user has finished with it.
+ */
+public final class PinnedTransfers implements AutoCloseable {
+  /** Download blocks queued ahead of the one being handed over. */
+  static final int DOWNLOAD_LOOKAHEAD = 4;
+
+  /** A bulk copy of bytes [offset, offset + len) of some source into raw memory at {@code dst}; safe to run concurrently. */
+  @FunctionalInterface
+  public interface Source {
+    void copy(long offset, long dst, long len);
+  }
+
+  /**
+   * What the copies of one transfer took: time spent waiting (for free pinned blocks, or for blocks
+   * to arrive), and time spent copying bytes on the host (summed over the threads that copied).
+   */
+  public record Copied(long waitNanos, long copyNanos) {
+    public static final Copied NONE = new Copied(0, 0);
+
+    public Copied plus(Copied o) {
+      return new Copied(waitNanos + o.waitNanos, copyNanos + o.copyNanos);
+    }
+  }
+
+  private final GpuDevice device;
+  private final PinnedPool pool;
+  private final ThreadPoolExecutor copiers;
+  private final Object copyOrder = new Object(); // held while one upload queues its blocks
+  private final int copyThreads;
+
+  /**
+   * A pool of {@code blocks} pinned blocks of {@code blockBytes} on {@code device} and
+   * {@code copyThreads} copy threads.
+   */
+  public PinnedTransfers(GpuDevice device, int blocks, long blockBytes, int copyThreads) {
+    this.device = Objects.requireNonNull(device, "device");
+    this.copyThreads = copyThreads;
+    this.pool = new PinnedPool(device, blocks, blockBytes);
+    this.copiers = new ThreadPoolExecutor(copyThreads, copyThreads, 0L, TimeUnit.MILLISECONDS,
+        new LinkedBlockingQueue<>(), copyThreadFactory(device.ordinal()));
+  }
+
+  /** The pool and copy threads {@code settings} give. */
+  public PinnedTransfers(GpuDevice device, FeedSettings settings) {
+    this(device, settings.blocks(), settings.blockBytes(), settings.copyThreads());
+  }
+
+  private static ThreadFactory copyThreadFactory(int ordinal) {
+    AtomicLong made = new AtomicLong();
+    return r -> {
+      Thread t = new Thread(r, "fold-cp feed copy " + ordinal + "-" + made.getAndIncrement());
+      t.setDaemon(true); // never keeps an executor's JVM alive; close() stops them first anyway
+      return t;
+    };
+  }
+
+  public PinnedPool pool() {
+    return pool;
+  }
+
+  public int copyThreads() {
+    return copyThreads;
+  }
+
+  public GpuDevice device() {
+    return device;
+  }
+
+  /**
+   * Copies {@code bytes} of {@code src} into pinned blocks and queues each block's upload into
+   * {@code dst} (from byte 0) on {@code stream} as soon as it is full; returns once every block's
+   * upload is queued (the source may be reused then; the stream reads the blocks later, and each
+   * block comes back to the pool only after its copy). One upload's blocks queue together, behind
+   * the blocks of uploads that started earlier, so the first to start is on the device first. A
+   * failed block fails the upload after the others have finished.
+   */
+  public Copied upload(Source src, long bytes, DeviceBuffer dst, GpuStream stream) {
+    long block = pool.blockBytes();
+    List<FutureTask<Copied>> blocks = new ArrayList<>();
+    synchronized (copyOrder) {
+      for (long off = 0; off < bytes; off += block) {
+        long at = off;
+        long len = Math.min(block, bytes - off);
+        FutureTask<Copied> f = new FutureTask<>(() -> uploadBlock(src, at, len, dst, stream));
+        blocks.add(f);
+        copiers.execute(f);
+      }
+    }
+    for (int k = blocks.size() - 1; k >= 0; k--) {
+      blocks.get(k).run(); // returns at once where a copy thread has taken (or finished) the block
+    }
+    Copied copied = Copied.NONE;
+    RuntimeException failed = null;
+    boolean interrupted = false;
+    for (FutureTask<Copied> f : blocks) {
+      while (true) {
+        try {
+          copied = copied.plus(f.get());
+          break;
+        } catch (InterruptedException e) {
+          interrupted = true; // every block finishes before the caller may reuse the destination
+        } catch (ExecutionException e) {
+          if (failed == null) {
+            failed = e.getCause() instanceof RuntimeException r ? r
+                : new IllegalStateException("a block copy to GPU " + device.ordinal() + " failed", e.getCause());
+          }
+          break;
+        }
+      }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
+      if (failed == null) {
+        failed = new IllegalStateException("interrupted while copying bytes to GPU " + device.ordinal());
+      }
+    }
+    if (failed != null) {
+      throw failed;
+    }
+    return copied;
+  }
+
+  /** One block, on a copy thread or the calling one: a free pinned block, the bytes, the upload. */
+  private Copied uploadBlock(Source src, long off, long len, DeviceBuffer dst, GpuStream stream) {
+    long t0 = System.nanoTime();
+    PinnedPool.Block b = pool.acquire();
+    long t1 = System.nanoTime();
+    try {
+      src.copy(off, b.address(), len);
+      long t2 = System.nanoTime();
+      device.makeCurrent();
+      dst.copyFromHostAsync(off, b.arena, b.offset, len, stream);
+      return new Copied(t1 - t0, t2 - t1);
+    } finally {
+      pool.release(b, stream); // back once its copy, if queued, has run
+    }
+  }
+
+  /**
+   * Downloads {@code bytes} of {@code src} (from byte 0), after the work already queued on
+   * {@code stream}, and hands them to {@code out} block by block, in order, each as soon as it has
+   * arrived, while the next blocks' copies are in flight. Returns when {@code out} has had every
+   * byte; the calling thread does the host copies.
+   */
+  public Copied download(DeviceBuffer src, long bytes, GpuStream stream, ComplexOut out) {
+    long waited = 0;
+    long copying = 0;
+    ArrayDeque<Pending> pending = new ArrayDeque<>(); // queued downloads, oldest first
+    Pending current = null; // arrived, being handed over
+    try {
+      device.makeCurrent();
+      long next = 0;
+      long handed = 0;
+      while (handed < bytes) {
+        while (next < bytes && pending.size() < DOWNLOAD_LOOKAHEAD) {
+          long t0 = System.nanoTime();
+          PinnedPool.Block b = pending.isEmpty() ? pool.acquire() : pool.tryAcquire();
+          waited += System.nanoTime() - t0;
+          if (b == null) {
+            break;
+          }
+          long len = Math.min(pool.blockBytes(), bytes - next);
+          pending.add(new Pending(b, next, len));
+          src.copyToHostAsync(next, b.arena, b.offset, len, stream);
+          b.lastUse.record(stream);
+          next += len;
+        }
+        current = pending.poll();
+        long t0 = System.nanoTime();
+        current.block.lastUse.synchronize();
+        long t1 = System.nanoTime();
+        out.copyPair(current.offset, current.block.address(), current.len);
+        copying += System.nanoTime() - t1;
+        waited += t1 - t0;
+        pool.release(current.block);
+        handed += current.len;
+        current = null;
+      }
+      return new Copied(waited, copying);
+    } finally {
+      if (current != null) {
+        pending.addFirst(current);
+      }
+      for (Pending p : pending) {
+        pool.release(p.block, stream); // after the copies still queued into it
+      }
+    }
+  }
+
+  /** A block's download: where it goes in the output. */
+  private record Pending(PinnedPool.Block block, long offset, long len) {}
+
+  /** Stops the copy threads, then frees the pool after every block's last copy. Users have finished. */
+  @Override
+  public void close() {
+    RuntimeException e = Closeables.closeAll(null, this::stopCopiers, pool);
+    if (e != null) {
+      throw e;
+    }
+  }
+
+  private void stopCopiers() throws InterruptedException {
+    copiers.shutdownNow();
+    if (!copiers.awaitTermination(10, TimeUnit.SECONDS)) {
+      throw new IllegalStateException("the copy threads of GPU " + device.ordinal() + " did not stop within 10 s");
+    }
+  }
+}
