@@ -37,10 +37,12 @@ import org.slf4j.LoggerFactory;
  *       stage's allGather ({@link BarrierRendezvous}): with several teams in the stage, each team
  *       is an NVSHMEM world of its own (its rank 0's unique id; a process belongs to one world);
  *   <li>runs every complex through a {@link CpGpuStack}, its tile in and out through the executor's
- *       pinned pool and copy threads ({@link TaskBackends#transfers}), one stack per complex shape (N, D) at a
- *       time: complexes of one shape share a stack(), which is closed (collectively, on every rank
- *       in the same order) before the next shape's is made, so the symmetric heap holds one
- *       plan at a time. One complex per output tile the consumer pulls ({@link RankOutput}).
+ *       pinned pool and copy threads ({@link TaskBackends#transfers}), one stack per complex shape
+ *       (N, D) at a time: complexes of one shape share a stack(), the next one's tile cut, copied
+ *       and uploaded while one computes (where the device has room for a second tile), and a
+ *       stack is closed (collectively, on every rank in the same order) before the next shape's is
+ *       made, so the symmetric heap holds one plan at a time. One complex per output tile the
+ *       consumer pulls ({@link RankOutput}).
  * </ol>
  * Any failure is rethrown naming this rank; a broken team stays a
  * {@link org.foldcp.ops.gpu.cp.TeamException}, on which the executor plugin recycles the executor.
@@ -79,7 +81,8 @@ final class GpuRankTask extends RankBody {
       List<ComplexShape> inShapeOrder = new ArrayList<>();
       shapes.values().forEach(inShapeOrder::addAll);
       return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
-          inShapeOrder, new NvshmemRank(rank, team, TaskBackends.transfers(device), mine, shapes.size()), ctx);
+          inShapeOrder, new NvshmemRank(rank, team, TaskBackends.transfers(device), mine, inShapeOrder, shapes.size()),
+          ctx);
     } catch (RuntimeException | Error e) {
       throw RankBody.withRank(plan, rank, e);
     }
@@ -94,7 +97,11 @@ final class GpuRankTask extends RankBody {
     private final NvshmemTeam team;
     private final PinnedTransfers transfers; // the executor's
     private final Map<String, TileRecord> mine;
+    private final List<ComplexShape> order; // the complexes as run() gets them
     private final int shapeCount;
+    private int position; // index in order of the complex run() gets next
+    private ComplexShape stagedFor; // the complex whose tile the stack staged, or null
+    private TileRecord stagedTile;
     private CpGpuStack cp; // the stack of the current shape, or null
     private String shape = "";
     private String route = "";
@@ -104,29 +111,52 @@ final class GpuRankTask extends RankBody {
     private long toChannels;
     private long toTokens;
 
-    NvshmemRank(int rank, NvshmemTeam team, PinnedTransfers transfers, Map<String, TileRecord> mine, int shapeCount) {
+    NvshmemRank(int rank, NvshmemTeam team, PinnedTransfers transfers, Map<String, TileRecord> mine,
+        List<ComplexShape> order, int shapeCount) {
       this.rank = rank;
       this.team = team;
       this.transfers = transfers;
       this.mine = mine;
+      this.order = List.copyOf(order);
       this.shapeCount = shapeCount;
     }
 
     @Override
     public TileRecord run(ComplexShape c) {
       String key = shapeKey(c);
+      int at = position++;
       if (cp == null || !key.equals(shape)) {
         closeStack();
+        // a second tile buffer pair only where another complex of this shape follows to stage into it
+        boolean more = at + 1 < order.size() && shapeKey(order.get(at + 1)).equals(key);
         cp = new CpGpuStack(team, plan.grid, c.nTokens(), 1, stack(), plan.nvshmem.storeRoute(),
-            plan.nvshmem.reshard(), transfers);
+            plan.nvshmem.reshard(), transfers, more);
         shape = key;
         route = cp.route().label();
       }
       complexesRun++;
-      TileRecord in = RankTiles.layoutTile(c, mine, plan.grid, rank, metrics);
+      boolean wasStaged = c.equals(stagedFor);
+      TileRecord in = wasStaged ? stagedTile : RankTiles.layoutTile(c, mine, plan.grid, rank, metrics);
+      stagedFor = null;
+      stagedTile = null;
       requireStackTile(cp.tile(), in, c, rank);
       long t0 = System.nanoTime();
-      PairTensor y = cp.forward(in.tile, true); // NaN and Inf were refused before the stage (BarrierRoute)
+      // NaN and Inf were refused before the stage (BarrierRoute)
+      if (wasStaged) {
+        cp.launchStaged(true);
+      } else {
+        cp.launch(in.tile, true);
+      }
+      // the next complex of this shape: its tile cut and uploaded while this one computes
+      ComplexShape next = at + 1 < order.size() ? order.get(at + 1) : null;
+      if (next != null && shapeKey(next).equals(key) && cp.stagesAhead()) {
+        TileRecord nextTile = RankTiles.layoutTile(next, mine, plan.grid, rank, metrics);
+        requireStackTile(cp.tile(), nextTile, next, rank);
+        cp.stage(nextTile.tile);
+        stagedFor = next;
+        stagedTile = nextTile;
+      }
+      PairTensor y = cp.collect();
       long nanos = System.nanoTime() - t0;
       compute += nanos;
       metrics.computeNanos(nanos);

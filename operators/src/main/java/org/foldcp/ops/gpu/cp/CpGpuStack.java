@@ -11,6 +11,7 @@ import org.foldcp.ops.cp.TileBounds;
 import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.GpuEvent;
 import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
 import org.foldcp.ops.gpu.ScanResult;
@@ -35,12 +36,20 @@ import org.foldcp.ops.tensor.PairTensor;
  * whatever the tile's size. The pair tensor stays on the GPU across all layers of the stack: one
  * upload, one download.
  *
+ * <p>Made with {@code stageAhead}, the stack holds a second pair of tile buffers and an upload
+ * stream: while one complex computes ({@link #launch} ... {@link #collect}), the caller
+ * {@link #stage stages} the next complex's tile into the other pair, so that its host copies and
+ * its upload overlap the kernels, and {@link #launchStaged} then runs it without waiting for
+ * either.
+ *
  * <p>Holds, freed by {@link #close()} in this order: the native plan (its symmetric buffers:
  * collective), the native layers, the tile buffers on the device and the scan result's pinned
  * word, the stream, the device retain.
  */
 public final class CpGpuStack implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(CpGpuStack.class.getName());
+  /** Device memory left free beside a second tile buffer pair (the kernels' own needs, other users). */
+  private static final long STAGING_HEADROOM = 512L << 20;
 
   private final NvshmemTeam team;
   private final ShardLayout layout;
@@ -48,8 +57,10 @@ public final class CpGpuStack implements AutoCloseable {
   private final GpuDevice device;
   private final GpuStream stream;
   private final long[] layers;
-  private final DeviceBuffer tileBuf;
-  private final DeviceBuffer maskBuf;
+  private final DeviceBuffer[] tileBufs; // the pair tile (x / out) of each buffer pair: one, or two when staging ahead
+  private final DeviceBuffer[] maskBufs;
+  private final GpuStream upStream; // the staged uploads; null unless staging ahead
+  private final GpuEvent stagedUpload; // after the staged upload; null unless staging ahead
   private final DeviceBuffer scanBuf;
   private final PinnedTransfers transfers;
   private final PinnedHostBuffer scanHost;
@@ -58,16 +69,21 @@ public final class CpGpuStack implements AutoCloseable {
   private final Reshard reshard;
   private final long bytesToChannels;
   private final long bytesToTokens;
+  private int current; // the buffer pair the next launch computes in
+  private PairTensor staged; // the tile staged into the other pair, or null
+  private PairTensor launched; // the tile whose stack is queued and not yet collected, or null
   private boolean closed;
 
   /**
    * The stack on {@code grid} (cp0 * cp1 must equal the team size) for complexes of N tokens and
    * {@code batch} batch elements; {@code requested} route AUTO, PEER or PUT; the reshards
    * {@code reshard} (fused into the epilogues, or a separate all-to-all); tiles moving through
-   * {@code transfers}, which must be on the team's device.
+   * {@code transfers}, which must be on the team's device; with {@code stageAhead}, a second pair
+   * of tile buffers and an upload stream for {@link #stage}, where the device has room for them
+   * ({@link #stagesAhead} says; decided here, once).
    */
   public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested,
-      Reshard reshard, PinnedTransfers transfers) {
+      Reshard reshard, PinnedTransfers transfers, boolean stageAhead) {
     this.layout = ShardLayout.forGpu(grid, n, stack.dim());  // first: D % cp is named before anything else
     InvalidInputException.require(grid.size() == team.size(), "cp grid", grid,
         "must have as many ranks as the NVSHMEM team (" + team.size() + ")");
@@ -80,10 +96,13 @@ public final class CpGpuStack implements AutoCloseable {
     TileBounds t = layout.tile(team.rank());
     GpuDevice dev = GpuDevice.open(team.spec().device());
     GpuStream s = null;
+    GpuStream up = null;
+    GpuEvent ev = null;
     List<Long> made = new ArrayList<>();
-    DeviceBuffer tb = null;
-    DeviceBuffer mb = null;
+    DeviceBuffer[] tb = new DeviceBuffer[2];
+    DeviceBuffer[] mb = new DeviceBuffer[2];
     DeviceBuffer sb = null;
+    int pairs = 1;
     PinnedHostBuffer sh = null;
     long p = 0;
     long tokens = (long) batch * t.rows * t.cols;
@@ -98,19 +117,30 @@ public final class CpGpuStack implements AutoCloseable {
       // The plan first: it checks the ranks agree and the heap holds it before the tile buffers exist.
       p = NativeCp.createPlan(batch, n, stack.dim(), grid.rowGroups(), grid.colGroups(), t.rows, t.cols,
           requested.code, reshard.code, digest(stack), handles);
-      tb = DeviceBuffer.allocate(dev, tileBytes, "CP tile (x / out)");
-      mb = DeviceBuffer.allocate(dev, tokens, "CP tile mask");
+      // the second pair only where the device keeps room beside it: staging ahead saves time, it
+      // must never be what makes a tile that fits one pair run out of memory
+      pairs = stageAhead && dev.memInfo().free() >= 2 * (tileBytes + tokens) + STAGING_HEADROOM ? 2 : 1;
+      for (int k = 0; k < pairs; k++) {
+        tb[k] = DeviceBuffer.allocate(dev, tileBytes, "CP tile (x / out), buffer pair " + k);
+        mb[k] = DeviceBuffer.allocate(dev, tokens, "CP tile mask, buffer pair " + k);
+      }
+      if (pairs == 2) {
+        up = GpuStream.create(dev);
+        ev = GpuEvent.create(dev, false, "CP staged tile uploaded");
+      }
       sb = DeviceBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result");
       sh = PinnedHostBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result (host)");
     } catch (RuntimeException e) {
-      closeQuietly(e, p, made, java.util.Arrays.asList(tb, mb, sb, sh), s, dev);
+      closeQuietly(e, p, made, buffers(tb, mb, sb, sh, ev, up), s, dev);
       throw e;
     }
     this.device = dev;
     this.stream = s;
     this.layers = made.stream().mapToLong(Long::longValue).toArray();
-    this.tileBuf = tb;
-    this.maskBuf = mb;
+    this.tileBufs = java.util.Arrays.copyOf(tb, pairs);
+    this.maskBufs = java.util.Arrays.copyOf(mb, pairs);
+    this.upStream = up;
+    this.stagedUpload = ev;
     this.scanBuf = sb;
     this.scanHost = sh;
     this.plan = p;
@@ -120,9 +150,11 @@ public final class CpGpuStack implements AutoCloseable {
     this.bytesToChannels = bytes[0];
     this.bytesToTokens = bytes[1];
     team.stackOpened();
+    String tiles = pairs == 2 ? "the next tile staged while one computes"
+        : stageAhead ? "one tile at a time (no device memory for a second tile)" : "one tile at a time";
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp CP stack on rank " + team.rank() + ": " + layout + ", "
         + stack.size() + " layer(s), batch " + batch + ", store route " + route.label() + " (asked "
-        + requested.label() + "), reshards " + reshard.label() + ", per forward " + bytesToChannels
+        + requested.label() + "), reshards " + reshard.label() + ", " + tiles + ", per forward " + bytesToChannels
         + " B token->channel and " + bytesToTokens + " B channel->token leave this rank");
   }
 
@@ -151,6 +183,9 @@ public final class CpGpuStack implements AutoCloseable {
   /** Whether the reshards are fused into the epilogues or a separate all-to-all (decided at construction). */
   public Reshard reshard() { return reshard; }
 
+  /** Whether {@link #stage} can run: the stack holds a second tile buffer pair (decided at construction). */
+  public boolean stagesAhead() { return upStream != null; }
+
   /** Bytes leaving this rank per forward in the token -> channel reshard (all layers). */
   public long bytesToChannels() { return bytesToChannels; }
 
@@ -176,30 +211,119 @@ public final class CpGpuStack implements AutoCloseable {
    * tiles before the team meets (the Spark barrier route does, before its stage).
    */
   public synchronized PairTensor forward(PairTensor tile, boolean allowNonFinite) {
-    if (closed) {
-      throw new IllegalStateException("CpGpuStack is closed");
+    launch(tile, allowNonFinite);
+    return collect();
+  }
+
+  /**
+   * The first half of {@link #forward(PairTensor, boolean)} (collective): uploads {@code tile} and
+   * queues the stack on it; {@link #collect} gives the output. Not while a tile is staged
+   * ({@link #launchStaged} runs that one).
+   */
+  public synchronized void launch(PairTensor tile, boolean allowNonFinite) {
+    requireIdle();
+    if (staged != null) {
+      throw new IllegalStateException("a tile is staged on rank " + team.rank() + ": launchStaged() runs it");
     }
-    TileBounds t = tile();
-    InvalidInputException.require(tile.batch() == batch && tile.rows() == t.rows && tile.cols() == t.cols
-        && tile.dim() == layout.dim(), "tile shape", tile.shapeString(), "must be (" + batch + ", " + t.rows + ", "
-        + t.cols + ", " + layout.dim() + ") for rank " + team.rank() + " of " + layout);
+    checkTile(tile);
     device.makeCurrent();
+    upload(tile, current, stream);
+    queue(tile, allowNonFinite);
+  }
+
+  /**
+   * Copies {@code tile} into the other buffer pair on the upload stream, overlapping the stack in
+   * flight, for the next {@link #launchStaged}; returns once its blocks are queued. Only a stack
+   * made with {@code stageAhead}, one tile at a time. The other pair is free: the complex that used
+   * it last was collected (its download waited for).
+   */
+  public synchronized void stage(PairTensor tile) {
+    requireOpen();
+    if (upStream == null) {
+      throw new IllegalStateException("this CP stack was made without stageAhead: it has one buffer pair");
+    }
+    if (staged != null) {
+      throw new IllegalStateException("a tile is staged already on rank " + team.rank());
+    }
+    checkTile(tile);
+    device.makeCurrent();
+    upload(tile, 1 - current, upStream);
+    stagedUpload.record(upStream);
+    staged = tile;
+  }
+
+  /** Queues the stack (collective) on the staged tile, after its upload; {@link #collect} gives the output. */
+  public synchronized void launchStaged(boolean allowNonFinite) {
+    requireIdle();
+    if (staged == null) {
+      throw new IllegalStateException("no tile is staged on rank " + team.rank());
+    }
+    PairTensor tile = staged;
+    staged = null;
+    current = 1 - current;
+    device.makeCurrent();
+    stagedUpload.makeWait(stream);
+    queue(tile, allowNonFinite);
+  }
+
+  /** The output of the launched tile (downloaded block by block), carrying its mask. */
+  public synchronized PairTensor collect() {
+    requireOpen();
+    if (launched == null) {
+      throw new IllegalStateException("nothing was launched on rank " + team.rank());
+    }
+    PairTensor tile = launched;
+    launched = null;
+    TileBounds t = tile();
+    device.makeCurrent();
+    PairTensor out = PairTensor.zeros(batch, t.rows, t.cols, layout.dim());
+    transfers.download(tileBufs[current], TensorBytes.valueBytes(out), stream,
+        (off, src, len) -> TensorBytes.takeValues(out, off, src, len));
+    out.setMask(tile.maskCopy());
+    return out;
+  }
+
+  private void upload(PairTensor tile, int pair, GpuStream on) {
+    transfers.upload((off, dst, len) -> TensorBytes.copyValues(tile, off, dst, len), TensorBytes.valueBytes(tile),
+        tileBufs[pair], on);
+    transfers.upload((off, dst, len) -> TensorBytes.copyMask(tile, off, dst, len), TensorBytes.maskBytes(tile),
+        maskBufs[pair], on);
+  }
+
+  /** The scan (unless allowed) and the stack on the current pair, on the compute stream. */
+  private void queue(PairTensor tile, boolean allowNonFinite) {
+    TileBounds t = tile();
     int d = layout.dim();
-    long tokens = (long) batch * t.rows * t.cols;
-    long valueBytes = tokens * d * 2;
-    transfers.upload((off, dst, len) -> TensorBytes.copyValues(tile, off, dst, len), valueBytes, tileBuf, stream);
-    transfers.upload((off, dst, len) -> TensorBytes.copyMask(tile, off, dst, len), tokens, maskBuf, stream);
+    DeviceBuffer x = tileBufs[current];
     if (!allowNonFinite) {
-      NativeCp.nonFiniteScan(tileBuf.address(), tokens * d, scanBuf.address(), stream.handle());
+      NativeCp.nonFiniteScan(x.address(), TensorBytes.valueBytes(tile) / 2, scanBuf.address(), stream.handle());
       scanBuf.copyToHostAsync(0, scanHost, 0, ScanResult.BYTES, stream);
       stream.synchronize();
       ScanResult.throwIfFound(scanHost.buffer(), t.rows, t.cols, d, "the pair tile of rank " + team.rank());
     }
-    NativeCp.forward(plan, tileBuf.address(), maskBuf.address(), tileBuf.address(), stream.handle());
-    PairTensor out = PairTensor.zeros(batch, t.rows, t.cols, d);
-    transfers.download(tileBuf, valueBytes, stream, (off, src, len) -> TensorBytes.takeValues(out, off, src, len));
-    out.setMask(tile.maskCopy());
-    return out;
+    NativeCp.forward(plan, x.address(), maskBufs[current].address(), x.address(), stream.handle());
+    launched = tile;
+  }
+
+  private void checkTile(PairTensor tile) {
+    TileBounds t = tile();
+    InvalidInputException.require(tile.batch() == batch && tile.rows() == t.rows && tile.cols() == t.cols
+        && tile.dim() == layout.dim(), "tile shape", tile.shapeString(), "must be (" + batch + ", " + t.rows + ", "
+        + t.cols + ", " + layout.dim() + ") for rank " + team.rank() + " of " + layout);
+  }
+
+  private void requireOpen() {
+    if (closed) {
+      throw new IllegalStateException("CpGpuStack is closed");
+    }
+  }
+
+  /** Open, and no launched tile waiting for its collect. */
+  private void requireIdle() {
+    requireOpen();
+    if (launched != null) {
+      throw new IllegalStateException("a launched tile of rank " + team.rank() + " was not collected");
+    }
   }
 
   /** Frees the plan (collective: every rank closes its stack), the layers and the buffers. */
@@ -213,11 +337,25 @@ public final class CpGpuStack implements AutoCloseable {
     RuntimeException first = null;
     try {
       device.makeCurrent();
-      NativeCp.destroyPlan(plan);
+      // nothing may still read a buffer once it is freed: a staged upload or a launch never collected
+      if (upStream != null) {
+        upStream.synchronize();
+      }
+      stream.synchronize();
     } catch (RuntimeException e) {
       first = e;
     }
-    first = closeQuietly(first, 0, toList(layers), java.util.Arrays.asList(tileBuf, maskBuf, scanBuf, scanHost), stream, device);
+    try {
+      NativeCp.destroyPlan(plan);
+    } catch (RuntimeException e) {
+      if (first == null) {
+        first = e;
+      } else {
+        first.addSuppressed(e);
+      }
+    }
+    first = closeQuietly(first, 0, toList(layers), buffers(tileBufs, maskBufs, scanBuf, scanHost, stagedUpload, upStream),
+        stream, device);
     if (first != null) {
       throw first;
     }
@@ -228,6 +366,15 @@ public final class CpGpuStack implements AutoCloseable {
     for (long v : a) {
       l.add(v);
     }
+    return l;
+  }
+
+  /** What close frees after the plan and the layers, in order; any of it null (not made yet). */
+  private static List<AutoCloseable> buffers(DeviceBuffer[] tiles, DeviceBuffer[] masks, DeviceBuffer scan,
+      PinnedHostBuffer scanHost, GpuEvent staged, GpuStream up) {
+    List<AutoCloseable> l = new ArrayList<>(java.util.Arrays.asList(tiles));
+    l.addAll(java.util.Arrays.asList(masks));
+    l.addAll(java.util.Arrays.asList(scan, scanHost, staged, up));
     return l;
   }
 

@@ -12,7 +12,7 @@ import org.foldcp.ops.tensor.PairTensor;
  * One rank of a team test, as its own process (NVSHMEM: one PE per process; several may share
  * one GPU). Usage: {@code CpTeamRank DIR RANK SIZE TIMEOUT_MS HEAP_BYTES}; reads DIR/cases.txt
  * (one {@link CpCase} per line), forms the team through a {@link FileRendezvous} in DIR/rv, runs
- * every case on its tile and writes, per case, out-CASE-RANK.bin (the output tile, bf16) or
+ * every case on its tile (a case with repeats staging each next forward's tile while one computes) and writes, per case, out-CASE-RANK.bin (the output tile, bf16) or
  * err-CASE-RANK.txt (exception class and message), mem-CASE-RANK.txt for cases with repeats
  * (free device memory before, after the forwards and after close), then done-RANK.txt, and
  * finalizes NVSHMEM. A {@link TeamException} ends the process early (the team is broken). A case
@@ -37,7 +37,7 @@ public final class CpTeamRank {
     try (GpuDevice device = GpuDevice.open(team.spec().device());
          PinnedTransfers transfers = new PinnedTransfers(device, 8, 1L << 20, 2);
          CpGpuStack stack = new CpGpuStack(team, c.cpGrid(), c.n(), c.batch(), c.stack(rank), c.route(),
-             c.reshard(), transfers)) {
+             c.reshard(), transfers, c.repeats() > 1)) {
       route = stack.route().label();
       if (stack.reshard() != c.reshard()) {
         throw new IllegalStateException("asked for reshard " + c.reshard() + ", the plan runs " + stack.reshard());
@@ -46,8 +46,19 @@ public final class CpTeamRank {
       var t = stack.tile();
       PairTensor tile = Files.exists(in) ? TileFiles.read(in, c.batch(), t.rows, t.cols, c.dim())
           : Sharding.tile(c.input(), t, c.n(), true);
-      for (int k = 0; k < Math.max(1, c.repeats()); k++) {
-        out = stack.forward(tile);
+      // repeats run as the barrier route runs a shape's complexes: each next tile staged into the
+      // other buffer pair while the current one computes
+      int repeats = Math.max(1, c.repeats());
+      for (int k = 0; k < repeats; k++) {
+        if (k == 0 || !stack.stagesAhead()) {
+          stack.launch(tile, false);
+        } else {
+          stack.launchStaged(false);
+        }
+        if (k + 1 < repeats && stack.stagesAhead()) {
+          stack.stage(tile);
+        }
+        out = stack.collect();
         if (c.halt().armsAt(rank, k + 1)) {
           RankMain.haltAfter(dir, rank, c.halt().delayMs(), c.halt().delayMs() > 0
               ? c.halt().delayMs() + " ms after forward " + (k + 1) + " of " + c.repeats() + " returned"
