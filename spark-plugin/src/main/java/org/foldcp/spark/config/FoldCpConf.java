@@ -174,7 +174,8 @@ public final class FoldCpConf implements Serializable {
           + " downloads of different complexes overlapped. An output row is laid out in the pool where a span of it"
           + " is free, so that the download writes the values where Spark reads them (no host copy); each task in"
           + " flight holds one such row, so a pool of about (concurrent tasks) x (largest complex + 64 MiB) lets every"
-          + " output skip the copy. Fixed for the executor's life; a complex larger than the pool streams through it.",
+          + " output skip the copy. A CP rank on the GPU moves its tile in and out through the same pool. Fixed for the"
+          + " executor's life; a complex or tile larger than the pool streams through it.",
       ValueParsers.byteSizeAtLeast(32L << 20));
 
   public static final ConfKey<Integer> GPU_DEVICE_SLOTS = register("gpu.deviceSlots",
@@ -187,10 +188,10 @@ public final class FoldCpConf implements Serializable {
 
   public static final ConfKey<Integer> GPU_COPY_THREADS = register("gpu.copyThreads",
       "an integer in [1, 256]", "8",
-      "Threads of each executor that copy complexes from Spark's rows into the pinned pool, 16 MiB blocks in the"
-          + " order the complexes came, each block uploaded as soon as it is copied: one complex's copy runs on all of"
-          + " them, so the first complex reaches the GPU soonest. About half the host's cores (8 threads copied 49-57"
-          + " GB/s on a 16-core H200 host).",
+      "Threads of each executor that copy complexes (and CP ranks' tiles) from Spark's rows into the pinned pool,"
+          + " 16 MiB blocks in the order the complexes came, each block uploaded as soon as it is copied: one complex's"
+          + " copy runs on all of them, so the first complex reaches the GPU soonest. About half the host's cores (8"
+          + " threads copied 49-57 GB/s on a 16-core H200 host).",
       ValueParsers.intIn(1, 256));
 
   public static final ConfKey<Long> GPU_PINNED_CACHE_BYTES = register("gpu.pinnedCacheBytes",
