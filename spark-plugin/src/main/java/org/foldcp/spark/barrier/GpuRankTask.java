@@ -141,13 +141,11 @@ final class GpuRankTask extends RankBody {
       stagedTile = null;
       requireStackTile(cp.tile(), in, c, rank);
       long t0 = System.nanoTime();
-      // NaN and Inf were refused before the stage (BarrierRoute)
-      if (wasStaged) {
-        cp.launchStaged(true);
-      } else {
-        cp.launch(in.tile, true);
+      if (!wasStaged) {
+        cp.load(in.tile);
       }
-      // the next complex of this shape: its tile cut and uploaded while this one computes
+      // the next complex of this shape: its tile cut here, then copied and uploaded by the copy
+      // threads while this one's kernels run (collect makes it the loaded tile)
       ComplexShape next = at + 1 < order.size() ? order.get(at + 1) : null;
       if (next != null && shapeKey(next).equals(key) && cp.stagesAhead()) {
         TileRecord nextTile = RankTiles.layoutTile(next, mine, plan.grid, rank, metrics);
@@ -156,6 +154,7 @@ final class GpuRankTask extends RankBody {
         stagedFor = next;
         stagedTile = nextTile;
       }
+      cp.compute(true); // NaN and Inf were refused before the stage (BarrierRoute)
       PairTensor y = cp.collect();
       long nanos = System.nanoTime() - t0;
       compute += nanos;

@@ -36,11 +36,12 @@ import org.foldcp.ops.tensor.PairTensor;
  * whatever the tile's size. The pair tensor stays on the GPU across all layers of the stack: one
  * upload, one download.
  *
- * <p>Made with {@code stageAhead}, the stack holds a second pair of tile buffers and an upload
- * stream: while one complex computes ({@link #launch} ... {@link #collect}), the caller
- * {@link #stage stages} the next complex's tile into the other pair, so that its host copies and
- * its upload overlap the kernels, and {@link #launchStaged} then runs it without waiting for
- * either.
+ * <p>A forward is {@link #load} (upload), {@link #compute} (the collective kernels; returns when
+ * they have run) and {@link #collect} (download). Made with {@code stageAhead}, the stack holds a
+ * second pair of tile buffers and an upload stream: a caller that {@link #stage stages} the next
+ * complex's tile before {@link #compute} has its bytes copied by the copy threads and uploaded
+ * while the kernels run; {@link #collect} then makes it the loaded tile, so the next compute
+ * only waits for what is left of its upload.
  *
  * <p>Holds, freed by {@link #close()} in this order: the native plan (its symmetric buffers:
  * collective), the native layers, the tile buffers on the device and the scan result's pinned
@@ -69,9 +70,11 @@ public final class CpGpuStack implements AutoCloseable {
   private final Reshard reshard;
   private final long bytesToChannels;
   private final long bytesToTokens;
-  private int current; // the buffer pair the next launch computes in
-  private PairTensor staged; // the tile staged into the other pair, or null
-  private PairTensor launched; // the tile whose stack is queued and not yet collected, or null
+  private int current; // the buffer pair of the loaded (or computed) tile
+  private PairTensor loaded; // uploaded into the current pair, not yet computed, or null
+  private PairTensor staged; // being copied into the other pair, or null
+  private PinnedTransfers.Pending[] stagedCopies; // the staged tile's value and mask uploads
+  private PairTensor launched; // computed, its output not yet collected, or null
   private boolean closed;
 
   /**
@@ -211,66 +214,84 @@ public final class CpGpuStack implements AutoCloseable {
    * tiles before the team meets (the Spark barrier route does, before its stage).
    */
   public synchronized PairTensor forward(PairTensor tile, boolean allowNonFinite) {
-    launch(tile, allowNonFinite);
+    load(tile);
+    compute(allowNonFinite);
     return collect();
   }
 
-  /**
-   * The first half of {@link #forward(PairTensor, boolean)} (collective): uploads {@code tile} and
-   * queues the stack on it; {@link #collect} gives the output. Not while a tile is staged
-   * ({@link #launchStaged} runs that one).
-   */
-  public synchronized void launch(PairTensor tile, boolean allowNonFinite) {
-    requireIdle();
-    if (staged != null) {
-      throw new IllegalStateException("a tile is staged on rank " + team.rank() + ": launchStaged() runs it");
+  /** Uploads {@code tile} into the current buffer pair (returns once its blocks are queued); the next {@link #compute} runs on it. */
+  public synchronized void load(PairTensor tile) {
+    requireOpen();
+    if (loaded != null || launched != null || staged != null) {
+      throw new IllegalStateException("rank " + team.rank() + ": a tile is loaded, staged or not yet collected");
     }
     checkTile(tile);
     device.makeCurrent();
     upload(tile, current, stream);
-    queue(tile, allowNonFinite);
+    loaded = tile;
   }
 
   /**
-   * Copies {@code tile} into the other buffer pair on the upload stream, overlapping the stack in
-   * flight, for the next {@link #launchStaged}; returns once its blocks are queued. Only a stack
-   * made with {@code stageAhead}, one tile at a time. The other pair is free: the complex that used
-   * it last was collected (its download waited for).
+   * Starts copying {@code tile} into the other buffer pair, on the copy threads and the upload
+   * stream, and returns at once: called before {@link #compute}, its copies and upload overlap the
+   * kernels, and the {@link #collect} after them makes it the loaded tile. Only a stack made with
+   * {@code stageAhead} ({@link #stagesAhead}), one tile at a time. The other pair is free: the
+   * complex that used it last was collected, its download waited for.
    */
   public synchronized void stage(PairTensor tile) {
     requireOpen();
     if (upStream == null) {
-      throw new IllegalStateException("this CP stack was made without stageAhead: it has one buffer pair");
+      throw new IllegalStateException("this CP stack was made without a second tile buffer pair");
     }
     if (staged != null) {
       throw new IllegalStateException("a tile is staged already on rank " + team.rank());
     }
     checkTile(tile);
-    device.makeCurrent();
-    upload(tile, 1 - current, upStream);
-    stagedUpload.record(upStream);
+    int other = 1 - current;
+    PinnedTransfers.Pending values = transfers.uploadAsync(
+        (off, dst, len) -> TensorBytes.copyValues(tile, off, dst, len), TensorBytes.valueBytes(tile), tileBufs[other],
+        upStream);
+    PinnedTransfers.Pending mask = transfers.uploadAsync(
+        (off, dst, len) -> TensorBytes.copyMask(tile, off, dst, len), TensorBytes.maskBytes(tile), maskBufs[other],
+        upStream);
+    stagedCopies = new PinnedTransfers.Pending[] {values, mask};
     staged = tile;
   }
 
-  /** Queues the stack (collective) on the staged tile, after its upload; {@link #collect} gives the output. */
-  public synchronized void launchStaged(boolean allowNonFinite) {
-    requireIdle();
-    if (staged == null) {
-      throw new IllegalStateException("no tile is staged on rank " + team.rank());
+  /**
+   * Runs the stack (collective) on the loaded tile: the non-finite scan unless allowed, then every
+   * layer; returns when the kernels have run. {@link #collect} gives the output.
+   */
+  public synchronized void compute(boolean allowNonFinite) {
+    requireOpen();
+    if (loaded == null || launched != null) {
+      throw new IllegalStateException("rank " + team.rank() + ": no tile is loaded, or the last output was not"
+          + " collected");
     }
-    PairTensor tile = staged;
-    staged = null;
-    current = 1 - current;
+    PairTensor tile = loaded;
+    loaded = null;
+    TileBounds t = tile();
+    int d = layout.dim();
+    DeviceBuffer x = tileBufs[current];
     device.makeCurrent();
-    stagedUpload.makeWait(stream);
-    queue(tile, allowNonFinite);
+    if (!allowNonFinite) {
+      NativeCp.nonFiniteScan(x.address(), TensorBytes.valueBytes(tile) / 2, scanBuf.address(), stream.handle());
+      scanBuf.copyToHostAsync(0, scanHost, 0, ScanResult.BYTES, stream);
+      stream.synchronize();
+      ScanResult.throwIfFound(scanHost.buffer(), t.rows, t.cols, d, "the pair tile of rank " + team.rank());
+    }
+    NativeCp.forward(plan, x.address(), maskBufs[current].address(), x.address(), stream.handle());
+    launched = tile;
   }
 
-  /** The output of the launched tile (downloaded block by block), carrying its mask. */
+  /**
+   * The computed tile's output (downloaded block by block), carrying its mask; a staged tile then
+   * becomes the loaded one (once its blocks are all queued, the compute stream waiting for them).
+   */
   public synchronized PairTensor collect() {
     requireOpen();
     if (launched == null) {
-      throw new IllegalStateException("nothing was launched on rank " + team.rank());
+      throw new IllegalStateException("nothing was computed on rank " + team.rank());
     }
     PairTensor tile = launched;
     launched = null;
@@ -280,7 +301,37 @@ public final class CpGpuStack implements AutoCloseable {
     transfers.download(tileBufs[current], TensorBytes.valueBytes(out), stream,
         (off, src, len) -> TensorBytes.takeValues(out, off, src, len));
     out.setMask(tile.maskCopy());
+    if (staged != null) {
+      PairTensor next = staged;
+      staged = null;
+      awaitStagedCopies();
+      stagedUpload.record(upStream);
+      stagedUpload.makeWait(stream); // before the switch: the next compute on that pair follows its upload
+      current = 1 - current;
+      loaded = next;
+    }
     return out;
+  }
+
+  /** Waits until every block of the staged uploads is queued; throws the first failure after all have ended. */
+  private void awaitStagedCopies() {
+    PinnedTransfers.Pending[] copies = stagedCopies;
+    stagedCopies = null;
+    RuntimeException first = null;
+    for (PinnedTransfers.Pending p : copies == null ? new PinnedTransfers.Pending[0] : copies) {
+      try {
+        p.await();
+      } catch (RuntimeException e) {
+        if (first == null) {
+          first = e;
+        } else {
+          first.addSuppressed(e);
+        }
+      }
+    }
+    if (first != null) {
+      throw first;
+    }
   }
 
   private void upload(PairTensor tile, int pair, GpuStream on) {
@@ -288,21 +339,6 @@ public final class CpGpuStack implements AutoCloseable {
         tileBufs[pair], on);
     transfers.upload((off, dst, len) -> TensorBytes.copyMask(tile, off, dst, len), TensorBytes.maskBytes(tile),
         maskBufs[pair], on);
-  }
-
-  /** The scan (unless allowed) and the stack on the current pair, on the compute stream. */
-  private void queue(PairTensor tile, boolean allowNonFinite) {
-    TileBounds t = tile();
-    int d = layout.dim();
-    DeviceBuffer x = tileBufs[current];
-    if (!allowNonFinite) {
-      NativeCp.nonFiniteScan(x.address(), TensorBytes.valueBytes(tile) / 2, scanBuf.address(), stream.handle());
-      scanBuf.copyToHostAsync(0, scanHost, 0, ScanResult.BYTES, stream);
-      stream.synchronize();
-      ScanResult.throwIfFound(scanHost.buffer(), t.rows, t.cols, d, "the pair tile of rank " + team.rank());
-    }
-    NativeCp.forward(plan, x.address(), maskBufs[current].address(), x.address(), stream.handle());
-    launched = tile;
   }
 
   private void checkTile(PairTensor tile) {
@@ -318,14 +354,6 @@ public final class CpGpuStack implements AutoCloseable {
     }
   }
 
-  /** Open, and no launched tile waiting for its collect. */
-  private void requireIdle() {
-    requireOpen();
-    if (launched != null) {
-      throw new IllegalStateException("a launched tile of rank " + team.rank() + " was not collected");
-    }
-  }
-
   /** Frees the plan (collective: every rank closes its stack), the layers and the buffers. */
   @Override
   public synchronized void close() {
@@ -334,17 +362,11 @@ public final class CpGpuStack implements AutoCloseable {
     }
     closed = true;
     team.stackClosed();
-    RuntimeException first = null;
-    try {
-      device.makeCurrent();
-      // nothing may still read a buffer once it is freed: a staged upload or a launch never collected
-      if (upStream != null) {
-        upStream.synchronize();
-      }
-      stream.synchronize();
-    } catch (RuntimeException e) {
-      first = e;
-    }
+    // nothing may still read or write a buffer once it is freed: a staged tile's copies and
+    // uploads, a computed tile never collected
+    AutoCloseable upDone = upStream == null ? null : upStream::synchronize;
+    RuntimeException first = Closeables.closeAll(null, this::awaitStagedCopies, device::makeCurrent, upDone,
+        stream::synchronize);
     try {
       NativeCp.destroyPlan(plan);
     } catch (RuntimeException e) {

@@ -11,6 +11,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
@@ -61,6 +62,8 @@ public final class PinnedTransfers implements AutoCloseable {
    */
   public PinnedTransfers(GpuDevice device, int blocks, long blockBytes, int copyThreads) {
     this.device = Objects.requireNonNull(device, "device");
+    InvalidInputException.require(copyThreads >= 1 && copyThreads <= 256, "copy threads", copyThreads,
+        "must lie in [1, 256]"); // before the pool: nothing pinned is left behind by a refusal
     this.copyThreads = copyThreads;
     this.pool = new PinnedPool(device, blocks, blockBytes);
     this.copiers = new ThreadPoolExecutor(copyThreads, copyThreads, 0L, TimeUnit.MILLISECONDS,
@@ -97,11 +100,26 @@ public final class PinnedTransfers implements AutoCloseable {
    * Copies {@code bytes} of {@code src} into pinned blocks and queues each block's upload into
    * {@code dst} (from byte 0) on {@code stream} as soon as it is full; returns once every block's
    * upload is queued (the source may be reused then; the stream reads the blocks later, and each
-   * block comes back to the pool only after its copy). One upload's blocks queue together, behind
-   * the blocks of uploads that started earlier, so the first to start is on the device first. A
-   * failed block fails the upload after the others have finished.
+   * block comes back to the pool only after its copy). The calling thread copies blocks too, from
+   * the last one back, instead of waiting for the copy threads to reach them. A failed block fails
+   * the upload after the others have finished.
    */
   public Copied upload(Source src, long bytes, DeviceBuffer dst, GpuStream stream) {
+    Pending p = uploadAsync(src, bytes, dst, stream);
+    for (int k = p.blocks.size() - 1; k >= 0; k--) {
+      p.blocks.get(k).run(); // returns at once where a copy thread has taken (or finished) the block
+    }
+    return p.await();
+  }
+
+  /**
+   * As {@link #upload}, but the copy threads alone copy the blocks and this returns at once: the
+   * caller goes on (say, to wait for kernels) while its bytes are copied and queued, and calls
+   * {@link Pending#await} before it records anything on {@code stream} that must follow the upload,
+   * and before the source changes. One upload's blocks queue together, behind the blocks of
+   * uploads that started earlier, so the first to start is on the device first.
+   */
+  public Pending uploadAsync(Source src, long bytes, DeviceBuffer dst, GpuStream stream) {
     long block = pool.blockBytes();
     List<FutureTask<Copied>> blocks = new ArrayList<>();
     synchronized (copyOrder) {
@@ -113,38 +131,52 @@ public final class PinnedTransfers implements AutoCloseable {
         copiers.execute(f);
       }
     }
-    for (int k = blocks.size() - 1; k >= 0; k--) {
-      blocks.get(k).run(); // returns at once where a copy thread has taken (or finished) the block
+    return new Pending(blocks);
+  }
+
+  /** An upload whose blocks the copy threads are copying and queueing. */
+  public final class Pending {
+    private final List<FutureTask<Copied>> blocks;
+
+    private Pending(List<FutureTask<Copied>> blocks) {
+      this.blocks = blocks;
     }
-    Copied copied = Copied.NONE;
-    RuntimeException failed = null;
-    boolean interrupted = false;
-    for (FutureTask<Copied> f : blocks) {
-      while (true) {
-        try {
-          copied = copied.plus(f.get());
-          break;
-        } catch (InterruptedException e) {
-          interrupted = true; // every block finishes before the caller may reuse the destination
-        } catch (ExecutionException e) {
-          if (failed == null) {
-            failed = e.getCause() instanceof RuntimeException r ? r
-                : new IllegalStateException("a block copy to GPU " + device.ordinal() + " failed", e.getCause());
+
+    /**
+     * Waits until every block is copied and its upload queued (or failed); returns what the copies
+     * took, or throws the first block's failure after all blocks have finished.
+     */
+    public Copied await() {
+      Copied copied = Copied.NONE;
+      RuntimeException failed = null;
+      boolean interrupted = false;
+      for (FutureTask<Copied> f : blocks) {
+        while (true) {
+          try {
+            copied = copied.plus(f.get());
+            break;
+          } catch (InterruptedException e) {
+            interrupted = true; // every block finishes before the caller may reuse the destination
+          } catch (ExecutionException e) {
+            if (failed == null) {
+              failed = e.getCause() instanceof RuntimeException r ? r
+                  : new IllegalStateException("a block copy to GPU " + device.ordinal() + " failed", e.getCause());
+            }
+            break;
           }
-          break;
         }
       }
-    }
-    if (interrupted) {
-      Thread.currentThread().interrupt();
-      if (failed == null) {
-        failed = new IllegalStateException("interrupted while copying bytes to GPU " + device.ordinal());
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+        if (failed == null) {
+          failed = new IllegalStateException("interrupted while copying bytes to GPU " + device.ordinal());
+        }
       }
+      if (failed != null) {
+        throw failed;
+      }
+      return copied;
     }
-    if (failed != null) {
-      throw failed;
-    }
-    return copied;
   }
 
   /** One block, on a copy thread or the calling one: a free pinned block, the bytes, the upload. */
@@ -153,9 +185,9 @@ public final class PinnedTransfers implements AutoCloseable {
     PinnedPool.Block b = pool.acquire();
     long t1 = System.nanoTime();
     try {
+      device.makeCurrent(); // first: the block's release records its event on the stream, even after a failed copy
       src.copy(off, b.address(), len);
       long t2 = System.nanoTime();
-      device.makeCurrent();
       dst.copyFromHostAsync(off, b.arena, b.offset, len, stream);
       return new Copied(t1 - t0, t2 - t1);
     } finally {
@@ -172,8 +204,8 @@ public final class PinnedTransfers implements AutoCloseable {
   public Copied download(DeviceBuffer src, long bytes, GpuStream stream, ComplexOut out) {
     long waited = 0;
     long copying = 0;
-    ArrayDeque<Pending> pending = new ArrayDeque<>(); // queued downloads, oldest first
-    Pending current = null; // arrived, being handed over
+    ArrayDeque<InFlight> pending = new ArrayDeque<>(); // queued downloads, oldest first
+    InFlight current = null; // arrived, being handed over
     try {
       device.makeCurrent();
       long next = 0;
@@ -187,7 +219,7 @@ public final class PinnedTransfers implements AutoCloseable {
             break;
           }
           long len = Math.min(pool.blockBytes(), bytes - next);
-          pending.add(new Pending(b, next, len));
+          pending.add(new InFlight(b, next, len));
           src.copyToHostAsync(next, b.arena, b.offset, len, stream);
           b.lastUse.record(stream);
           next += len;
@@ -208,14 +240,14 @@ public final class PinnedTransfers implements AutoCloseable {
       if (current != null) {
         pending.addFirst(current);
       }
-      for (Pending p : pending) {
+      for (InFlight p : pending) {
         pool.release(p.block, stream); // after the copies still queued into it
       }
     }
   }
 
   /** A block's download: where it goes in the output. */
-  private record Pending(PinnedPool.Block block, long offset, long len) {}
+  private record InFlight(PinnedPool.Block block, long offset, long len) {}
 
   /** Stops the copy threads, then frees the pool after every block's last copy. Users have finished. */
   @Override

@@ -51,13 +51,12 @@ public final class CpTeamRank {
       int repeats = Math.max(1, c.repeats());
       for (int k = 0; k < repeats; k++) {
         if (k == 0 || !stack.stagesAhead()) {
-          stack.launch(tile, false);
-        } else {
-          stack.launchStaged(false);
+          stack.load(tile);
         }
         if (k + 1 < repeats && stack.stagesAhead()) {
-          stack.stage(tile);
+          stack.stage(tile); // the next forward's tile, copied and uploaded while this one computes
         }
+        stack.compute(false);
         out = stack.collect();
         if (c.halt().armsAt(rank, k + 1)) {
           RankMain.haltAfter(dir, rank, c.halt().delayMs(), c.halt().delayMs() > 0
