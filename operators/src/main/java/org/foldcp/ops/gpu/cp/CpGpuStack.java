@@ -317,20 +317,11 @@ public final class CpGpuStack implements AutoCloseable {
   private void awaitStagedCopies() {
     PinnedTransfers.Pending[] copies = stagedCopies;
     stagedCopies = null;
-    RuntimeException first = null;
-    for (PinnedTransfers.Pending p : copies == null ? new PinnedTransfers.Pending[0] : copies) {
-      try {
-        p.await();
-      } catch (RuntimeException e) {
-        if (first == null) {
-          first = e;
-        } else {
-          first.addSuppressed(e);
-        }
+    if (copies != null) {
+      RuntimeException e = Closeables.closeAll(null, copies[0]::await, copies[1]::await); // both, whatever the first does
+      if (e != null) {
+        throw e;
       }
-    }
-    if (first != null) {
-      throw first;
     }
   }
 
