@@ -358,28 +358,11 @@ public final class CpGpuStack implements AutoCloseable {
     AutoCloseable upDone = upStream == null ? null : upStream::synchronize;
     RuntimeException first = Closeables.closeAll(null, this::awaitStagedCopies, device::makeCurrent, upDone,
         stream::synchronize);
-    try {
-      NativeCp.destroyPlan(plan);
-    } catch (RuntimeException e) {
-      if (first == null) {
-        first = e;
-      } else {
-        first.addSuppressed(e);
-      }
-    }
-    first = closeQuietly(first, 0, toList(layers), buffers(tileBufs, maskBufs, scanBuf, scanHost, stagedUpload, upStream),
-        stream, device);
+    first = closeQuietly(first, plan, java.util.Arrays.stream(layers).boxed().toList(),
+        buffers(tileBufs, maskBufs, scanBuf, scanHost, stagedUpload, upStream), stream, device);
     if (first != null) {
       throw first;
     }
-  }
-
-  private static List<Long> toList(long[] a) {
-    List<Long> l = new ArrayList<>();
-    for (long v : a) {
-      l.add(v);
-    }
-    return l;
   }
 
   /** What close frees after the plan and the layers, in order; any of it null (not made yet). */

@@ -31,6 +31,8 @@ import org.foldcp.ops.gpu.GpuStream;
 public final class PinnedTransfers implements AutoCloseable {
   /** Download blocks queued ahead of the one being handed over. */
   static final int DOWNLOAD_LOOKAHEAD = 4;
+  /** How long close waits for transfers in flight. */
+  static final long CLOSE_WAIT_MILLIS = 30_000;
 
   /** A bulk copy of bytes [offset, offset + len) of some source into raw memory at {@code dst}; safe to run concurrently. */
   @FunctionalInterface
@@ -55,6 +57,9 @@ public final class PinnedTransfers implements AutoCloseable {
   private final ThreadPoolExecutor copiers;
   private final Object copyOrder = new Object(); // held while one upload queues its blocks
   private final int copyThreads;
+  private final Object uses = new Object(); // guards inFlight and closing
+  private int inFlight; // uploads and downloads begun and not yet ended
+  private boolean closing;
 
   /**
    * A pool of {@code blocks} pinned blocks of {@code blockBytes} on {@code device} and
@@ -105,7 +110,7 @@ public final class PinnedTransfers implements AutoCloseable {
    * the upload after the others have finished.
    */
   public Copied upload(Source src, long bytes, DeviceBuffer dst, GpuStream stream) {
-    Pending p = uploadAsync(src, bytes, dst, stream);
+    Pending p = uploadAsync(src, bytes, dst, stream); // ends at its await, below
     for (int k = p.blocks.size() - 1; k >= 0; k--) {
       p.blocks.get(k).run(); // returns at once where a copy thread has taken (or finished) the block
     }
@@ -120,23 +125,36 @@ public final class PinnedTransfers implements AutoCloseable {
    * uploads that started earlier, so the first to start is on the device first.
    */
   public Pending uploadAsync(Source src, long bytes, DeviceBuffer dst, GpuStream stream) {
+    begin();
     long block = pool.blockBytes();
     List<FutureTask<Copied>> blocks = new ArrayList<>();
-    synchronized (copyOrder) {
-      for (long off = 0; off < bytes; off += block) {
-        long at = off;
-        long len = Math.min(block, bytes - off);
-        FutureTask<Copied> f = new FutureTask<>(() -> uploadBlock(src, at, len, dst, stream));
-        blocks.add(f);
-        copiers.execute(f);
+    Pending p = new Pending(blocks);
+    try {
+      synchronized (copyOrder) {
+        for (long off = 0; off < bytes; off += block) {
+          long at = off;
+          long len = Math.min(block, bytes - off);
+          FutureTask<Copied> f = new FutureTask<>(() -> uploadBlock(src, at, len, dst, stream));
+          blocks.add(f);
+          copiers.execute(f);
+        }
       }
+    } catch (RuntimeException e) {
+      blocks.forEach(f -> f.cancel(false)); // a queued block that has not started never will
+      try {
+        p.await(); // the started ones end first; ends this transfer
+      } catch (RuntimeException cancelled) {
+        e.addSuppressed(cancelled);
+      }
+      throw e;
     }
-    return new Pending(blocks);
+    return p;
   }
 
   /** An upload whose blocks the copy threads are copying and queueing. */
   public final class Pending {
     private final List<FutureTask<Copied>> blocks;
+    private boolean ended;
 
     private Pending(List<FutureTask<Copied>> blocks) {
       this.blocks = blocks;
@@ -146,7 +164,18 @@ public final class PinnedTransfers implements AutoCloseable {
      * Waits until every block is copied and its upload queued (or failed); returns what the copies
      * took, or throws the first block's failure after all blocks have finished.
      */
-    public Copied await() {
+    public synchronized Copied await() {
+      try {
+        return awaitBlocks();
+      } finally {
+        if (!ended) {
+          ended = true;
+          end();
+        }
+      }
+    }
+
+    private Copied awaitBlocks() {
       Copied copied = Copied.NONE;
       RuntimeException failed = null;
       boolean interrupted = false;
@@ -202,6 +231,7 @@ public final class PinnedTransfers implements AutoCloseable {
    * byte; the calling thread does the host copies.
    */
   public Copied download(DeviceBuffer src, long bytes, GpuStream stream, ComplexOut out) {
+    begin();
     long waited = 0;
     long copying = 0;
     ArrayDeque<InFlight> pending = new ArrayDeque<>(); // queued downloads, oldest first
@@ -240,18 +270,65 @@ public final class PinnedTransfers implements AutoCloseable {
       if (current != null) {
         pending.addFirst(current);
       }
-      for (InFlight p : pending) {
-        pool.release(p.block, stream); // after the copies still queued into it
+      try {
+        for (InFlight p : pending) {
+          pool.release(p.block, stream); // after the copies still queued into it
+        }
+      } finally {
+        end();
       }
+    }
+  }
+
+  private void begin() {
+    synchronized (uses) {
+      if (closing) {
+        throw new IllegalStateException("the host transfers of GPU " + device.ordinal() + " are closed: its executor"
+            + " is shutting down");
+      }
+      inFlight++;
+    }
+  }
+
+  private void end() {
+    synchronized (uses) {
+      inFlight--;
+      uses.notifyAll();
     }
   }
 
   /** A block's download: where it goes in the output. */
   private record InFlight(PinnedPool.Block block, long offset, long len) {}
 
-  /** Stops the copy threads, then frees the pool after every block's last copy. Users have finished. */
+  /**
+   * Refuses new transfers, waits up to {@link #CLOSE_WAIT_MILLIS} for those in flight (a task still
+   * copying when its executor shuts down), then stops the copy threads and frees the pool after
+   * every block's last copy. Transfers still in flight after the wait keep the pool: freeing memory
+   * a thread may still write would crash the JVM, so it stays allocated until the process ends, and
+   * close says so.
+   */
   @Override
   public void close() {
+    int left;
+    synchronized (uses) {
+      closing = true;
+      long deadline = System.nanoTime() + CLOSE_WAIT_MILLIS * 1_000_000L;
+      long now;
+      while (inFlight > 0 && (now = System.nanoTime()) < deadline) {
+        try {
+          uses.wait(Math.max(1, (deadline - now) / 1_000_000L));
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
+          break;
+        }
+      }
+      left = inFlight;
+    }
+    if (left > 0) {
+      copiers.shutdownNow();
+      throw new IllegalStateException(left + " transfer(s) to GPU " + device.ordinal() + " still in flight after "
+          + CLOSE_WAIT_MILLIS + " ms: the pinned pool stays allocated until the process ends");
+    }
     RuntimeException e = Closeables.closeAll(null, this::stopCopiers, pool);
     if (e != null) {
       throw e;
