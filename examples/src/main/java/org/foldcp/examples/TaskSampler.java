@@ -16,8 +16,8 @@ import java.util.Map;
  */
 final class TaskSampler implements AutoCloseable {
   private static final String TASK_THREAD = "Executor task launch worker";
-  /** The GPU feed's copy threads (StackFeed names them so). */
-  private static final String COPY_THREAD = "fold-cp feed copy"; // PinnedTransfers names its copy threads so
+  /** The copy threads of the executor's host transfers (PinnedTransfers names them so). */
+  private static final String COPY_THREAD = "fold-cp feed copy";
 
   private final Thread thread;
   private final Tally tasks = new Tally("the task threads");
