@@ -99,10 +99,7 @@ public final class HostCopy {
 
   /** Copies {@code len} bytes of {@code src} from index {@code from} to the raw address {@code dst}. */
   public static void toAddress(byte[] src, int from, long dst, long len) {
-    if (from < 0 || len < 0 || from > src.length - len) {
-      throw new IndexOutOfBoundsException("bytes [" + from + ", " + from + " + " + len + ") of a byte["
-          + src.length + "]");
-    }
+    checkRange(from, len, src.length, "a byte[" + src.length + "]");
     copy(src, BYTE_ARRAY_OFFSET + from, null, dst, len);
   }
 
@@ -116,19 +113,13 @@ public final class HostCopy {
    * to the raw address {@code dst}.
    */
   public static void shortsToAddress(short[] src, long fromByte, long dst, long len) {
-    if (fromByte < 0 || len < 0 || fromByte > 2L * src.length - len) {
-      throw new IndexOutOfBoundsException("bytes [" + fromByte + ", " + fromByte + " + " + len + ") of a short["
-          + src.length + "]");
-    }
+    checkRange(fromByte, len, 2L * src.length, "a short[" + src.length + "]");
     copy(src, SHORT_ARRAY_OFFSET + fromByte, null, dst, len);
   }
 
   /** Copies {@code len} bytes from the raw address {@code src} into {@code dst} from its byte {@code toByte}. */
   public static void shortsFromAddress(long src, short[] dst, long toByte, long len) {
-    if (toByte < 0 || len < 0 || toByte > 2L * dst.length - len) {
-      throw new IndexOutOfBoundsException("bytes [" + toByte + ", " + toByte + " + " + len + ") of a short["
-          + dst.length + "]");
-    }
+    checkRange(toByte, len, 2L * dst.length, "a short[" + dst.length + "]");
     copy(null, src, dst, SHORT_ARRAY_OFFSET + toByte, len);
   }
 
@@ -144,10 +135,14 @@ public final class HostCopy {
 
   /** Copies {@code len} bytes from the raw address {@code src} into {@code dst} from index {@code to}. */
   public static void fromAddress(long src, byte[] dst, int to, long len) {
-    if (to < 0 || len < 0 || to > dst.length - len) {
-      throw new IndexOutOfBoundsException("bytes [" + to + ", " + to + " + " + len + ") of a byte["
-          + dst.length + "]");
-    }
+    checkRange(to, len, dst.length, "a byte[" + dst.length + "]");
     copy(null, src, dst, BYTE_ARRAY_OFFSET + to, len);
+  }
+
+  /** Bytes [from, from + len) must lie within {@code size} bytes of {@code what}. */
+  private static void checkRange(long from, long len, long size, String what) {
+    if (from < 0 || len < 0 || from > size - len) {
+      throw new IndexOutOfBoundsException("bytes [" + from + ", " + from + " + " + len + ") of " + what);
+    }
   }
 }

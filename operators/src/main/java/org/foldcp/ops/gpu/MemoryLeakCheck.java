@@ -95,13 +95,7 @@ public final class MemoryLeakCheck {
 
   /** Bytes held by open handles of {@code kind} (e.g. "device buffer"). */
   public static long openBytes(String kind) {
-    long sum = 0;
-    for (OpenHandle h : OPEN.values()) {
-      if (h.kind.equals(kind)) {
-        sum += h.bytes;
-      }
-    }
-    return sum;
+    return openBytes(kind, "");
   }
 
   /** Bytes held by open handles of {@code kind} whose description starts with {@code prefix}. */
