@@ -14,8 +14,8 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.functions;
 import org.apache.spark.storage.StorageLevel;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.foldcp.ops.gpu.GpuDevice;
-import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.gpu.MemoryLeakCheck;
 import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.gpu.feed.HeapComplex;
@@ -52,7 +52,7 @@ final class FeedCheck {
   }
 
   public static void main(String[] args) throws InterruptedException {
-    String why = GpuTriMul.availability();
+    String why = GpuAvailability.availability();
     if (why != null) {
       System.out.println("FeedCheck: SKIP (" + why + ")");
       return;

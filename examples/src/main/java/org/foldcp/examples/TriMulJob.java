@@ -13,10 +13,10 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.functions;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec;
 import org.apache.spark.sql.execution.metric.SQLMetric;
+import org.apache.spark.sql.functions;
 import org.foldcp.examples.plots.Charts;
 import org.foldcp.examples.plots.PairHeatmaps;
 import org.foldcp.ops.InvalidInputException;
@@ -166,7 +166,7 @@ public final class TriMulJob {
     Path script = Path.of("conf", "getGpusResources.sh").toAbsolutePath();
     if (conf.get("spark.master", "").startsWith("local") && !conf.contains("spark.driver.resource.gpu.amount")
         && conf.getBoolean("spark.foldcp.gpu.enabled", true) && java.nio.file.Files.isExecutable(script)
-        && org.foldcp.ops.gpu.GpuTriMul.availability() == null) {
+        && org.foldcp.ops.gpu.GpuAvailability.availability() == null) {
       conf.set("spark.driver.resource.gpu.amount", "1");
       conf.set("spark.driver.resource.gpu.discoveryScript", script.toString());
     }

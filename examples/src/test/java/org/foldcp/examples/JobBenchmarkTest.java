@@ -10,7 +10,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import org.foldcp.ops.InvalidInputException;
-import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -66,7 +66,7 @@ class JobBenchmarkTest {
   @Test
   @Tag("gpu")
   void onAGpuEveryArmAndFloorGetsARow(@TempDir Path dir) throws IOException {
-    String why = GpuTriMul.availability();
+    String why = GpuAvailability.availability();
     Assumptions.assumeTrue(why == null, () -> "no usable GPU: " + why);
     Path csv = dir.resolve("job-bench.csv");
     String[] args = {"--backend", "gpu", "--complexes", "3", "--n", "64", "--dim", "32", "--layers", "2",

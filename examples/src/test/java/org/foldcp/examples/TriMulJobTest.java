@@ -11,7 +11,7 @@ import java.util.List;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.foldcp.ops.cpu.CpuTriMul;
-import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
@@ -162,7 +162,7 @@ class TriMulJobTest {
     oneLineError(execute(concat(small, "--cp", "4", "--grid", "3x2")), "spark.foldcp.grid");
     oneLineError(execute(concat(small, "--route", "sideways")), "spark.foldcp.route = 'sideways'");
     oneLineError(execute(concat(small, "--conf", "spark.foldcp.cp=zero")), "spark.foldcp.cp = 'zero'");
-    if (GpuTriMul.availability() != null) { // no usable GPU here: route gpu must say so in one line
+    if (GpuAvailability.availability() != null) { // no usable GPU here: route gpu must say so in one line
       oneLineError(execute(concat(small, "--route", "gpu")), "gpu");
     }
   }

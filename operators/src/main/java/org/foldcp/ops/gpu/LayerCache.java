@@ -9,8 +9,8 @@ import org.foldcp.ops.layer.TriMulLayer;
 
 /**
  * The native layers of one device, uploaded once and shared by everything that computes there
- * (the backend's own forward and the feed's pipeline): keyed by the weights' digest and what the
- * native layer bakes in, at most {@code maxEntries}, least recently used evicted.
+ * (the backend's own forward and the feed's pipeline): keyed by the layer's identity
+ * ({@link TriMulLayer#identity}: weights digest and spec), at most {@code maxEntries}, least recently used evicted.
  *
  * <p>Callers that launch kernels with a handle hold this object's monitor from {@link #handle}
  * until the launch is queued, so that no eviction can free a layer between the two; an eviction
@@ -39,15 +39,9 @@ public final class LayerCache implements AutoCloseable {
     this.maxEntries = maxEntries;
   }
 
-  /** Weights digest and everything the native layer bakes in: direction, residual, eps. */
-  public static String key(TriMulLayer layer) {
-    return layer.weights().digest() + "|" + layer.direction() + "|" + layer.spec().residual() + "|"
-        + Float.floatToIntBits(layer.spec().eps());
-  }
-
   /** The native layer of {@code layer} on this device, created (uploaded) on first use. */
   public synchronized long handle(TriMulLayer layer) {
-    String key = key(layer);
+    String key = layer.identity();
     Entry e = entries.get(key);
     if (e == null) {
       device.makeCurrent();

@@ -23,6 +23,15 @@ public final class TriMulLayer implements Serializable {
 
   public int dim() { return weights.dim(); }
 
+  /**
+   * What makes two layers compute the same thing: the weights' digest and the spec (direction,
+   * residual, eps). Layers of equal identity share one native layer on a device and count as the
+   * same layer wherever a stack is compared.
+   */
+  public String identity() {
+    return weights.digest() + "|" + spec.direction() + "|" + spec.residual() + "|" + Float.floatToIntBits(spec.eps());
+  }
+
   @Override
   public String toString() {
     return "TriMulLayer(" + spec + ", " + weights + ")";

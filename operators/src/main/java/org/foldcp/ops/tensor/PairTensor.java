@@ -152,6 +152,20 @@ public final class PairTensor implements Serializable {
 
   public boolean hasMask() { return mask != null; }
 
+  /** Whether some position is masked out (a mask whose every entry is 1 masks nothing). */
+  public boolean anyMasked() {
+    if (mask != null) {
+      for (byte[] r : mask) {
+        for (byte v : r) {
+          if (v == 0) {
+            return true;
+          }
+        }
+      }
+    }
+    return false;
+  }
+
   public boolean valid(int b, int i, int j) {
     return mask == null || mask[b * rows + i][j] != 0;
   }

@@ -18,20 +18,20 @@ class GpuAvailabilityTest {
 
   @Test
   void wrongArchitectureMessageNamesTheArchAndTheRule() {
-    String m = GpuTriMul.archMessage(8, 0, "NVIDIA A100-SXM4-80GB");
+    String m = GpuAvailability.archMessage(8, 0, "NVIDIA A100-SXM4-80GB");
     assertTrue(m.startsWith("compute capability 8.0 (NVIDIA A100-SXM4-80GB): the GPU route needs sm_90 (Hopper"), m);
-    String ada = GpuTriMul.archMessage(8, 9, "NVIDIA L4");
+    String ada = GpuAvailability.archMessage(8, 9, "NVIDIA L4");
     assertTrue(ada.contains("compute capability 8.9 (NVIDIA L4)") && ada.contains("sm_90"), ada);
-    assertTrue(GpuTriMul.unavailable(m).startsWith("GPU backend unavailable: compute capability 8.0"));
+    assertTrue(GpuAvailability.unavailable(m).startsWith("GPU backend unavailable: compute capability 8.0"));
   }
 
   @Test
   void onlyComputeCapability90IsSupported() {
-    assertTrue(GpuTriMul.isSupported(9, 0));
-    assertFalse(GpuTriMul.isSupported(8, 0), "A100");
-    assertFalse(GpuTriMul.isSupported(8, 9), "Ada");
-    assertFalse(GpuTriMul.isSupported(10, 0), "Blackwell: sm_90a code does not run there");
-    assertFalse(GpuTriMul.isSupported(12, 0));
+    assertTrue(GpuAvailability.isSupported(9, 0));
+    assertFalse(GpuAvailability.isSupported(8, 0), "A100");
+    assertFalse(GpuAvailability.isSupported(8, 9), "Ada");
+    assertFalse(GpuAvailability.isSupported(10, 0), "Blackwell: sm_90a code does not run there");
+    assertFalse(GpuAvailability.isSupported(12, 0));
   }
 
   @Test
@@ -56,21 +56,21 @@ class GpuAvailabilityTest {
 
   @Test
   void availabilityIsNullOrAReason() {
-    String why = GpuTriMul.availability();
+    String why = GpuAvailability.availability();
     if (why != null) {
       assertTrue(why.startsWith("GPU backend unavailable: "), why);
       assertTrue(why.length() > "GPU backend unavailable: ".length() + 10, why);
       // Stable: the same reason again (the driver probe is remembered).
-      assertEquals(why, GpuTriMul.availability());
+      assertEquals(why, GpuAvailability.availability());
     }
-    String bad = GpuTriMul.availability(1 << 20);
+    String bad = GpuAvailability.availability(1 << 20);
     assertNotNull(bad, "device ordinal 2^20 cannot exist");
     assertTrue(bad.startsWith("GPU backend unavailable: "), bad);
   }
 
   @Test
   void noGpuConstructorThrowsTheReason() {
-    String why = GpuTriMul.availability();
+    String why = GpuAvailability.availability();
     Assumptions.assumeTrue(why != null, "a usable GPU is present: the no-GPU message cannot be observed here");
     GpuException e = assertThrows(GpuException.class, GpuTriMul::new);
     assertEquals(why, e.getMessage());

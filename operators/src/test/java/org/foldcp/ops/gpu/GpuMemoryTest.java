@@ -30,7 +30,7 @@ class GpuMemoryTest {
     long mark = MemoryLeakCheck.mark();
     PairTensor x = GpuTests.input(1, 100, 128, 21, true);
     TriMulLayer layer = new TriMulLayer(TriMulSpec.of(Direction.INCOMING, true), LayerWeights.random(128, 22, true));
-    GpuTriMul.Stats warm;
+    GpuStats warm;
     try (GpuTriMul g = new GpuTriMul()) {
       PairTensor first = g.forward(x, layer); // warm-up: layer, resident buffers, staging, module loading
       g.forward(x, layer);
@@ -44,7 +44,7 @@ class GpuMemoryTest {
       long free1 = g.device().memInfo().free();
       assertEquals(free0, free1, "cuMemGetInfo free bytes before and after 100 forwards (after warm-up)");
       GpuTests.assertNoOpenHandlesSince(afterWarmUp, "100 forwards allocate nothing new");
-      GpuTriMul.Stats s = g.stats();
+      GpuStats s = g.stats();
       assertEquals(warm.layersCreated(), s.layersCreated());
       assertEquals(warm.residentAllocations(), s.residentAllocations());
       assertEquals(102, s.forwards());

@@ -22,7 +22,7 @@ public final class GpuTests {
 
   /** Skips the calling test, with the reason, unless the GPU backend can run on device 0. */
   static void assumeGpu() {
-    String why = GpuTriMul.availability();
+    String why = GpuAvailability.availability();
     Assumptions.assumeTrue(why == null, why);
   }
 

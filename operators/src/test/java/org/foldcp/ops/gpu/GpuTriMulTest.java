@@ -98,9 +98,9 @@ class GpuTriMulTest {
     GpuTests.assertAllWrittenAndFinite(hooked, what);
 
     // 2. The public route (in place on the resident copy) gives the same bits.
-    GpuTriMul.Stats before = gpu.stats();
+    GpuStats before = gpu.stats();
     PairTensor y = gpu.forward(x, layer);
-    GpuTriMul.Stats after = gpu.stats();
+    GpuStats after = gpu.stats();
     assertTrue(y.sameAs(hooked), what + ": in-place forward differs from the out-of-place one");
     assertTrue(x.sameAs(xCopy), "the input is never modified");
     assertEquals(x.shapeString(), y.shapeString());
@@ -143,9 +143,9 @@ class GpuTriMulTest {
         new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, true), LayerWeights.random(d, 101, true)),
         new TriMulLayer(TriMulSpec.of(Direction.INCOMING, true), LayerWeights.random(d, 102, false)),
         new TriMulLayer(TriMulSpec.of(Direction.OUTGOING, true), LayerWeights.random(d, 103, true))));
-    GpuTriMul.Stats before = gpu.stats();
+    GpuStats before = gpu.stats();
     PairTensor y = gpu.forward(x, stack);
-    GpuTriMul.Stats after = gpu.stats();
+    GpuStats after = gpu.stats();
     assertEquals(3, after.layerRuns() - before.layerRuns());
     assertEquals(2, after.uploads() - before.uploads(), "values and mask uploaded once for the whole stack");
     assertEquals(1, after.downloads() - before.downloads(), "downloaded once for the whole stack");
@@ -179,11 +179,11 @@ class GpuTriMulTest {
         new TriMulLayer(TriMulSpec.of(Direction.INCOMING, true), LayerWeights.random(d, 63, false))));
     PairTensor plain = gpu.forward(x, stack); // also makes the layers and the resident buffers
     List<StageTimes> reported = new ArrayList<>();
-    GpuTriMul.Stats before = gpu.stats();
+    GpuStats before = gpu.stats();
     long t0 = System.nanoTime();
     PairTensor profiled = gpu.forward(x, stack, false, reported::add);
     long forwardNanos = System.nanoTime() - t0;
-    GpuTriMul.Stats after = gpu.stats();
+    GpuStats after = gpu.stats();
 
     assertEquals(1, reported.size(), "one report per forward, summed over the layers");
     StageTimes t = reported.get(0);
@@ -254,7 +254,7 @@ class GpuTriMulTest {
 
   @Test
   void unsupportedShapesFailBeforeAnyUpload() {
-    GpuTriMul.Stats before = gpu.stats();
+    GpuStats before = gpu.stats();
     PairTensor x30 = PairTensor.random(1, 16, 30, 1, 0);
     TriMulLayer l30 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(30, 2, false));
     InvalidInputException e = assertThrows(InvalidInputException.class, () -> gpu.forward(x30, l30));

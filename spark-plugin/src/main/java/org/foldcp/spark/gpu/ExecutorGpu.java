@@ -14,9 +14,9 @@ import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.foldcp.ops.gpu.feed.PinnedCache;
-import org.foldcp.ops.gpu.feed.PinnedTransfers;
 import org.foldcp.ops.gpu.feed.StackFeed;
 import org.foldcp.spark.config.FoldCpConf;
 import org.slf4j.Logger;
@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The GPU of one executor process on one device: a single backend ({@link GpuTriMul}: the
- * context retain, stream, pinned staging and the layer cache keyed by weights digest), opened at
+ * context retain, stream and the layer cache keyed by weights digest) over the executor's host
+ * transfers (the pinned pool and copy threads every path to the device shares), opened at
  * the first borrow and kept until the executor shuts down, lent to its tasks a bounded number at
  * a time, as spark-rapids' GpuSemaphore lends an executor's GPU.
  *
@@ -46,7 +47,7 @@ public final class ExecutorGpu implements AutoCloseable {
 
   private final int deviceOrdinal;
   private final int permits;
-  private final IntFunction<TriMulBackend> factory;
+  private final IntFunction<TriMulBackend> factory; // null: GpuTriMul over transfers()
   private final FeedSettings feedSettings;
   private final Semaphore semaphore;
   private final Map<Long, TaskLease> leases = new HashMap<>(); // by task attempt; guarded by itself
@@ -59,15 +60,18 @@ public final class ExecutorGpu implements AutoCloseable {
 
   /** The GPU backend on {@code deviceOrdinal}, lent to {@code permits} tasks at a time. */
   public ExecutorGpu(int deviceOrdinal, int permits) {
-    this(deviceOrdinal, permits, FeedSettings.DEFAULT, GpuTriMul::new);
+    this(deviceOrdinal, permits, FeedSettings.DEFAULT, null);
   }
 
-  /** With the backend made by {@code factory} from the device ordinal: tests pass a fake one. */
+  /** With the backend made by {@code factory} from the device ordinal: tests pass a fake one (null: ours). */
   ExecutorGpu(int deviceOrdinal, int permits, IntFunction<TriMulBackend> factory) {
     this(deviceOrdinal, permits, FeedSettings.DEFAULT, factory);
   }
 
-  /** With the sizes of the GPU feed (pinned pool, device slots) that the executor opens for its tasks. */
+  /**
+   * With the sizes of the GPU feed (pinned pool, device slots) that the executor opens for its
+   * tasks; a null {@code factory} opens our {@link GpuTriMul} over the executor's host transfers.
+   */
   ExecutorGpu(int deviceOrdinal, int permits, FeedSettings feedSettings, IntFunction<TriMulBackend> factory) {
     InvalidInputException.require(deviceOrdinal >= 0, "GPU device ordinal", deviceOrdinal,
         "must be a CUDA device ordinal >= 0");
@@ -75,7 +79,7 @@ public final class ExecutorGpu implements AutoCloseable {
         "must be an integer >= 1");
     this.deviceOrdinal = deviceOrdinal;
     this.permits = permits;
-    this.factory = Objects.requireNonNull(factory, "factory");
+    this.factory = factory;
     this.feedSettings = Objects.requireNonNull(feedSettings, "feedSettings");
     this.semaphore = new Semaphore(permits, true);
   }
@@ -171,7 +175,8 @@ public final class ExecutorGpu implements AutoCloseable {
     synchronized (lock) {
       requireOpen();
       if (backend == null) {
-        backend = factory.apply(deviceOrdinal);
+        backend = factory != null ? factory.apply(deviceOrdinal)
+            : new GpuTriMul(deviceOrdinal, GpuTriMul.DEFAULT_LAYER_CACHE_ENTRIES, 0L, transfers());
         LOG.info("fold-cp: this executor owns GPU {} ({}) until it shuts down, {} ({} = {})", deviceOrdinal, backend,
             lending(permits), FoldCpConf.GPU_CONCURRENT_TASKS.name(), permits);
       }
@@ -209,7 +214,7 @@ public final class ExecutorGpu implements AutoCloseable {
       if (transfers == null) {
         GpuDevice d = GpuDevice.open(deviceOrdinal);
         try {
-          transfers = new PinnedTransfers(d, feedSettings);
+          transfers = feedSettings.openTransfers(d);
         } catch (RuntimeException e) {
           Closeables.closeAll(e, d);
           throw e;
@@ -244,9 +249,9 @@ public final class ExecutorGpu implements AutoCloseable {
   }
 
   /**
-   * Closes the feed (its slots and streams), the transfers (copy threads, then the pinned pool)
-   * and their context retain, then the backend, once: GpuTriMul frees its layers, buffers,
-   * staging, stream and context in that order, after any forward in flight. Later borrows fail; a
+   * Closes the feed (its slots and streams), then the backend (GpuTriMul frees its layers,
+   * buffers, stream and context in that order, after any forward in flight), then the transfers
+   * (copy threads, then the pinned pool) and their context retain, once. Later borrows fail; a
    * second close does nothing.
    */
   @Override
@@ -259,11 +264,12 @@ public final class ExecutorGpu implements AutoCloseable {
       }
       closed = true;
       open = backend;
-      // the feed first: it uses the transfers, the backend's device and layers
+      // the feed first (it uses the backend's device and layers), then the backend, then the
+      // transfers both borrowed, then the context retain the transfers' pinned memory lives in
       steps.add(feed);
+      steps.add(open);
       steps.add(transfers);
       steps.add(transferDevice);
-      steps.add(open);
       backend = null;
       feed = null;
       transfers = null;

@@ -8,7 +8,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.function.IntFunction;
 import org.foldcp.ops.TriMulBackend;
-import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,10 +25,10 @@ import org.slf4j.LoggerFactory;
 public final class GpuOwners implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(GpuOwners.class);
   private static final GpuOwners PROCESS_WIDE =
-      new GpuOwners("this JVM (no fold-cp executor plugin)", GpuTriMul::new, GpuTriMul::availability);
+      new GpuOwners("this JVM (no fold-cp executor plugin)", null, GpuAvailability::availability);
 
   private final String owner;
-  private final IntFunction<TriMulBackend> factory;
+  private final IntFunction<TriMulBackend> factory; // null: ExecutorGpu opens GpuTriMul
   private final IntFunction<String> availability;
   private final Map<Integer, ExecutorGpu> byDevice = new LinkedHashMap<>(); // guarded by this
   private final Map<Integer, BackendChoice> choices = new HashMap<>(); // guarded by this
@@ -36,16 +36,17 @@ public final class GpuOwners implements AutoCloseable {
 
   /** GPUs on the GPU backend, owned by {@code owner} (for messages, e.g. "executor 7"). */
   public GpuOwners(String owner) {
-    this(owner, GpuTriMul::new, GpuTriMul::availability);
+    this(owner, null, GpuAvailability::availability);
   }
 
   /**
-   * With the backends made by {@code factory} and {@code availability} saying why a device cannot
-   * run them (null: it can; GpuTriMul's probe): tests pass fakes.
+   * With the backends made by {@code factory} (null: our GpuTriMul over each executor GPU's host
+   * transfers) and {@code availability} saying why a device cannot run them (null: it can): tests
+   * pass fakes.
    */
   GpuOwners(String owner, IntFunction<TriMulBackend> factory, IntFunction<String> availability) {
     this.owner = Objects.requireNonNull(owner, "owner");
-    this.factory = Objects.requireNonNull(factory, "factory");
+    this.factory = factory;
     this.availability = Objects.requireNonNull(availability, "availability");
   }
 

@@ -110,8 +110,7 @@ public final class WeightsCache {
       return false;
     }
     for (int l = 0; l < a.size(); l++) {
-      if (!a.get(l).spec().equals(b.get(l).spec())
-          || !a.get(l).weights().digest().equals(b.get(l).weights().digest())) {
+      if (!a.get(l).identity().equals(b.get(l).identity())) {
         return false;
       }
     }

@@ -7,7 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import java.util.concurrent.atomic.AtomicInteger;
-import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -62,7 +62,7 @@ class BackendChoiceTest {
   /** The real probe (moved from the operator library's BackendSelector test): GPU where usable, else the CPU. */
   @Test
   void theRealProbePicksTheGpuWhereTheGpuBackendCanRun() {
-    String why = GpuTriMul.availability(0);
+    String why = GpuAvailability.availability(0);
     BackendChoice device0 = new GpuOwners("this test").choice(0);
     assertEquals(why == null, device0.onGpu(), "availability: " + why);
     assertEquals(why, device0.whyNotGpu());

@@ -6,7 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import org.foldcp.ops.TriMulBackend;
-import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.foldcp.spark.gpu.BackendChoice;
 import org.foldcp.spark.gpu.ExecutorGpu;
 import org.foldcp.spark.gpu.GpuOwners;
@@ -18,7 +18,7 @@ import org.junit.jupiter.api.Test;
 class TaskBackendsTest {
   @Test
   void cpuAndAutoWithoutAGpuComputeOnTheCpu() {
-    Assumptions.assumeTrue(GpuTriMul.availability() != null, "this machine has a usable GPU");
+    Assumptions.assumeTrue(GpuAvailability.availability() != null, "this machine has a usable GPU");
     try (TriMulBackend b = TaskBackends.open(RoutePlan.Backend.CPU, 1)) {
       assertEquals("cpu", b.name());
     }
@@ -29,7 +29,7 @@ class TaskBackendsTest {
 
   @Test
   void forcedGpuWithoutOneSaysHowToGiveTasksAGpu() {
-    Assumptions.assumeTrue(GpuTriMul.availability() != null, "this machine has a usable GPU");
+    Assumptions.assumeTrue(GpuAvailability.availability() != null, "this machine has a usable GPU");
     IllegalStateException e = assertThrows(IllegalStateException.class,
         () -> TaskBackends.open(RoutePlan.Backend.GPU, 1));
     assertTrue(e.getMessage().contains("backend gpu") && e.getMessage().contains("spark.task.resource.gpu.amount"),

@@ -14,9 +14,9 @@ import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuEvent;
 import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
+import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.gpu.ScanResult;
-import org.foldcp.ops.gpu.feed.PinnedTransfers;
-import org.foldcp.ops.gpu.feed.TensorBytes;
+import org.foldcp.ops.gpu.TensorBytes;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.layer.TriMulLayer;
 import org.foldcp.ops.tensor.PairTensor;
@@ -161,13 +161,12 @@ public final class CpGpuStack implements AutoCloseable {
         + " B token->channel and " + bytesToTokens + " B channel->token leave this rank");
   }
 
-  /** SHA-256 over every layer's weights digest and what the kernels bake in (direction, residual, eps). */
+  /** SHA-256 over every layer's identity ({@link TriMulLayer#identity}: weights digest and spec). */
   static byte[] digest(LayerStack stack) {
     try {
       MessageDigest md = MessageDigest.getInstance("SHA-256");
       for (TriMulLayer l : stack.layers()) {
-        md.update((l.weights().digest() + "|" + l.direction() + "|" + l.spec().residual() + "|"
-            + Float.floatToIntBits(l.spec().eps()) + ";").getBytes(java.nio.charset.StandardCharsets.UTF_8));
+        md.update((l.identity() + ";").getBytes(java.nio.charset.StandardCharsets.UTF_8));
       }
       return md.digest();
     } catch (NoSuchAlgorithmException e) {

@@ -1,6 +1,8 @@
 package org.foldcp.ops.gpu.feed;
 
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.PinnedTransfers;
 
 /**
  * The sizes of an executor's GPU feed, fixed when it opens: the pinned pool (blocks x block bytes),
@@ -46,5 +48,10 @@ public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyT
   /** Whole blocks in the pool. */
   public int blocks() {
     return (int) (poolBytes / blockBytes);
+  }
+
+  /** The pinned pool and copy threads of these settings on {@code device} (the caller owns them). */
+  public PinnedTransfers openTransfers(GpuDevice device) {
+    return new PinnedTransfers(device, blocks(), blockBytes, copyThreads);
   }
 }

@@ -1,6 +1,8 @@
 package org.foldcp.ops.gpu.feed;
 
 import org.foldcp.ops.NonFiniteInputException;
+import org.foldcp.ops.gpu.PinnedPool;
+import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.gpu.ScanResult;
 
 /**
@@ -84,9 +86,9 @@ public final class FeedTicket {
    */
   public Drained drainInto(PinnedPool.Run run, long at) {
     requireUndrained();
-    if (at < 0 || at > run.bytes - bytes) {
+    if (at < 0 || at > run.bytes() - bytes) {
       throw new IndexOutOfBoundsException("an output of " + bytes + " bytes at byte " + at + " of a pinned run of "
-          + run.bytes + " bytes");
+          + run.bytes() + " bytes");
     }
     done = true;
     try {
@@ -95,7 +97,7 @@ public final class FeedTicket {
       if (!allowNonFinite) {
         slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
       }
-      slot.x().copyToHostAsync(0, run.arena, run.offset + at, bytes, slot.down);
+      run.downloadFrom(slot.x(), at, bytes, slot.down);
       long t0 = System.nanoTime();
       slot.down.synchronize();
       long waited = System.nanoTime() - t0 + submitWaitNanos;

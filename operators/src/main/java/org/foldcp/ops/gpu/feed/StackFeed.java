@@ -14,6 +14,8 @@ import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
+import org.foldcp.ops.gpu.PinnedPool;
+import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.layer.TriMulLayer;
 
 /**

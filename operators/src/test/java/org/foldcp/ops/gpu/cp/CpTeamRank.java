@@ -5,7 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.foldcp.ops.cp.Sharding;
 import org.foldcp.ops.gpu.GpuDevice;
-import org.foldcp.ops.gpu.feed.PinnedTransfers;
+import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**

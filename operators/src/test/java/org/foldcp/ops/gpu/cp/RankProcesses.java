@@ -12,8 +12,8 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.foldcp.ops.gpu.GpuTests;
-import org.foldcp.ops.gpu.GpuTriMul;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -39,7 +39,7 @@ final class RankProcesses {
    * sm_90 GPU, and the CP library with NVSHMEM.
    */
   static void assumeTeamRuns() {
-    String why = GpuTriMul.availability();
+    String why = GpuAvailability.availability();
     Assumptions.assumeTrue(why == null, why);
     String cp = NativeCp.unavailableReason(null);
     Assumptions.assumeTrue(cp == null, cp);

@@ -13,9 +13,12 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
 import org.foldcp.ops.NonFiniteInputException;
+import org.foldcp.ops.gpu.GpuAvailability;
 import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.gpu.MemoryLeakCheck;
+import org.foldcp.ops.gpu.PinnedPool;
+import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.junit.jupiter.api.Assumptions;
@@ -34,7 +37,7 @@ class StackFeedGpuTest {
   private static final FeedSettings SMALL = new FeedSettings(4L << 20, 1L << 20, 3, 2, 64L << 20);
 
   private static void assumeGpu() {
-    String why = GpuTriMul.availability();
+    String why = GpuAvailability.availability();
     Assumptions.assumeTrue(why == null, why);
   }
 
@@ -51,7 +54,7 @@ class StackFeedGpuTest {
     assumeGpu();
     long mark = MemoryLeakCheck.mark();
     try (GpuTriMul gpu = new GpuTriMul()) {
-      try (PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+      try (PinnedTransfers transfers = SMALL.openTransfers(gpu.device());
           StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
         for (int[] c : new int[][] {{1, 100, 32}, {2, 130, 64}, {1, 257, 128}, {1, 8, 256}}) {
           LayerStack stack = LayerStack.randomAlternating(3, c[2], 11 + c[1], true);
@@ -98,7 +101,7 @@ class StackFeedGpuTest {
     assumeGpu();
     long mark = MemoryLeakCheck.mark();
     try (GpuTriMul gpu = new GpuTriMul()) {
-      try (PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+      try (PinnedTransfers transfers = SMALL.openTransfers(gpu.device());
           StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
         long inPlace = 0;
         List<CachedComplex> cached = new ArrayList<>();
@@ -133,7 +136,7 @@ class StackFeedGpuTest {
   @Test
   void nanAndInfAreFoundOnTheDeviceAndNamedBeforeAnyOutput() {
     assumeGpu();
-    try (GpuTriMul gpu = new GpuTriMul(); PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+    try (GpuTriMul gpu = new GpuTriMul(); PinnedTransfers transfers = SMALL.openTransfers(gpu.device());
         StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
       LayerStack stack = LayerStack.randomAlternating(2, 32, 3, false);
       PairTensor x = PairTensor.random(2, 70, 32, 9, 0);
@@ -176,7 +179,7 @@ class StackFeedGpuTest {
         ins.add(HeapComplex.of(x));
         want.add(HeapComplex.of(gpu.forward(x, stack)).pair());
       }
-      try (PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+      try (PinnedTransfers transfers = SMALL.openTransfers(gpu.device());
           StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
         long freeBefore = gpu.device().memInfo().free();
         ExecutorService pool = Executors.newFixedThreadPool(3);
@@ -253,64 +256,9 @@ class StackFeedGpuTest {
   }
 
   @Test
-  void runsAreAdjacentBlocksTakenOnlyWhenFreeAndGivenBackWhole() {
-    assumeGpu();
-    long mark = MemoryLeakCheck.mark();
-    long mib = 1L << 20;
-    try (GpuTriMul gpu = new GpuTriMul()) {
-      try (PinnedPool pool = new PinnedPool(gpu.device(), 8, mib)) { // a reserve of 2 blocks for streaming
-        PinnedPool.Block single = pool.acquire(); // the first block comes back first: index 0
-        PinnedPool.Run a = pool.tryAcquireRun(2 * mib + 1); // 3 blocks: the lowest free span is 1..3
-        assertNotNull(a);
-        assertEquals(3 * mib, a.bytes());
-        assertEquals(single.address() + mib, a.address(), "the span right after the held block");
-        assertNull(pool.tryAcquireRun(3 * mib), "4 free: a span of 3 would leave less than the reserve");
-        assertNull(pool.tryAcquireRun(9 * mib), "larger than the pool");
-        PinnedPool.Run b = pool.tryAcquireRun(2 * mib);
-        assertNotNull(b);
-        assertEquals(2, pool.available());
-        pool.release(single);
-        pool.release(a);
-        pool.release(a); // idempotent
-        assertEquals(6, pool.available());
-        assertThrows(IllegalStateException.class, a::address, "a released run is not readable through its handle");
-        PinnedPool.Run c = pool.tryAcquireRun(4 * mib);
-        assertNotNull(c, "blocks 0..3 free again form one span");
-        assertEquals(single.address(), c.address());
-        pool.release(b);
-        pool.release(c);
-        assertEquals(8, pool.available());
-      }
-      try (PinnedPool pool = new PinnedPool(gpu.device(), 16, mib)) { // a reserve of 4
-        List<PinnedPool.Block> all = new ArrayList<>();
-        for (int k = 0; k < 16; k++) {
-          all.add(pool.acquire());
-        }
-        for (int k = 1; k < 16; k += 2) {
-          pool.release(all.get(k)); // 8 free, no two adjacent
-        }
-        assertNull(pool.tryAcquireRun(2 * mib), "no two free blocks are adjacent, and a run never waits");
-        pool.release(all.get(2));
-        PinnedPool.Run r = pool.tryAcquireRun(3 * mib);
-        assertNotNull(r, "blocks 1, 2, 3 are free together now");
-        assertEquals(all.get(1).address(), r.address());
-        pool.release(r);
-        for (int k = 0; k < 16; k += 2) {
-          if (k != 2) {
-            pool.release(all.get(k));
-          }
-        }
-        assertEquals(16, pool.available());
-      }
-    }
-    assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), MemoryLeakCheck.report());
-  }
-
-
-  @Test
   void aComplexWhoseSlotsCannotFitIsLeftToTheBackendAndAnAbandonedTicketFreesItsSlot() {
     assumeGpu();
-    try (GpuTriMul gpu = new GpuTriMul(); PinnedTransfers transfers = new PinnedTransfers(gpu.device(), SMALL);
+    try (GpuTriMul gpu = new GpuTriMul(); PinnedTransfers transfers = SMALL.openTransfers(gpu.device());
         StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 1L << 30)) {
       assertTrue(feed.fits(1, 256, 128), "3 x 16 MiB and a workspace fit in 1 GiB");
       assertTrue(!feed.fits(1, 4096, 128), "3 x 4 GiB do not fit in a 1 GiB budget");

@@ -1,4 +1,4 @@
-package org.foldcp.ops.gpu.feed;
+package org.foldcp.ops.gpu;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -7,11 +7,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.foldcp.ops.InvalidInputException;
-import org.foldcp.ops.gpu.Closeables;
-import org.foldcp.ops.gpu.GpuDevice;
-import org.foldcp.ops.gpu.GpuEvent;
-import org.foldcp.ops.gpu.GpuStream;
-import org.foldcp.ops.gpu.PinnedHostBuffer;
 
 /**
  * A fixed pinned arena cut into equal blocks, allocated once when the executor's GPU opens and
@@ -84,6 +79,11 @@ public final class PinnedPool implements AutoCloseable {
     /** Bytes the run spans (whole blocks, at least what was asked for). */
     public long bytes() {
       return bytes;
+    }
+
+    /** Queues on {@code stream} the copy of {@code len} bytes of {@code src} (from byte 0) into the run from byte {@code at}. */
+    public void downloadFrom(DeviceBuffer src, long at, long len, GpuStream stream) {
+      src.copyToHostAsync(0, arena, offset + at, len, stream);
     }
   }
 

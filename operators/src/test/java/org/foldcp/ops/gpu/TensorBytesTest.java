@@ -1,4 +1,4 @@
-package org.foldcp.ops.gpu.feed;
+package org.foldcp.ops.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.tensor.PairTensor;
 import org.junit.jupiter.api.Test;
 

@@ -1,4 +1,4 @@
-package org.foldcp.ops.gpu.feed;
+package org.foldcp.ops.gpu;
 
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -12,14 +12,11 @@ import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.foldcp.ops.InvalidInputException;
-import org.foldcp.ops.gpu.Closeables;
-import org.foldcp.ops.gpu.DeviceBuffer;
-import org.foldcp.ops.gpu.GpuDevice;
-import org.foldcp.ops.gpu.GpuStream;
 
 /**
  * Host bytes to and from one GPU through a fixed pinned pool: the executor's only path between
- * host memory and its device, used by the cp = 1 feed ({@link StackFeed}) and the CP ranks alike.
+ * host memory and its device, used by the single-GPU backend ({@link GpuTriMul}), the cp = 1 feed
+ * ({@code org.foldcp.ops.gpu.feed.StackFeed}) and the CP ranks alike.
  * Bytes move in blocks of the pool: an upload's blocks are filled by the copy threads (and by the
  * calling thread, which copies its own blocks from the last one back instead of waiting) and each
  * is queued for the DMA engine as soon as it is full; a download keeps a few blocks' copies in
@@ -38,6 +35,12 @@ public final class PinnedTransfers implements AutoCloseable {
   @FunctionalInterface
   public interface Source {
     void copy(long offset, long dst, long len);
+  }
+
+  /** Takes bytes [offset, offset + len) of a download from the raw address {@code src}; called in order, once per block. */
+  @FunctionalInterface
+  public interface Sink {
+    void take(long offset, long src, long len);
   }
 
   /**
@@ -73,11 +76,6 @@ public final class PinnedTransfers implements AutoCloseable {
     this.pool = new PinnedPool(device, blocks, blockBytes);
     this.copiers = new ThreadPoolExecutor(copyThreads, copyThreads, 0L, TimeUnit.MILLISECONDS,
         new LinkedBlockingQueue<>(), copyThreadFactory(device.ordinal()));
-  }
-
-  /** The pool and copy threads {@code settings} give. */
-  public PinnedTransfers(GpuDevice device, FeedSettings settings) {
-    this(device, settings.blocks(), settings.blockBytes(), settings.copyThreads());
   }
 
   private static ThreadFactory copyThreadFactory(int ordinal) {
@@ -230,7 +228,7 @@ public final class PinnedTransfers implements AutoCloseable {
    * arrived, while the next blocks' copies are in flight. Returns when {@code out} has had every
    * byte; the calling thread does the host copies.
    */
-  public Copied download(DeviceBuffer src, long bytes, GpuStream stream, ComplexOut out) {
+  public Copied download(DeviceBuffer src, long bytes, GpuStream stream, Sink out) {
     begin();
     long waited = 0;
     long copying = 0;
@@ -258,7 +256,7 @@ public final class PinnedTransfers implements AutoCloseable {
         long t0 = System.nanoTime();
         current.block.lastUse.synchronize();
         long t1 = System.nanoTime();
-        out.copyPair(current.offset, current.block.address(), current.len);
+        out.take(current.offset, current.block.address(), current.len);
         copying += System.nanoTime() - t1;
         waited += t1 - t0;
         pool.release(current.block);

@@ -1,6 +1,5 @@
-package org.foldcp.ops.gpu.feed;
+package org.foldcp.ops.gpu;
 
-import org.foldcp.ops.gpu.HostCopy;
 import org.foldcp.ops.tensor.PairTensor;
 
 /**
