@@ -14,8 +14,9 @@ import org.foldcp.ops.gpu.feed.HeapComplex;
 import org.foldcp.ops.layer.LayerStack;
 
 /**
- * What the device itself allows a job of whole complexes (docs/benchmarks.md, "The job"), measured
- * with no host path of ours in the way: the kernels alone, the DMA alone, and both overlapped.
+ * What the device itself allows a job of whole complexes (docs/benchmarks.md, "The job against
+ * the device's floor"), measured with no host path of ours in the way: the kernels alone, the DMA
+ * alone, and both overlapped.
  * Every floor runs over the benchmark's own complexes (their bytes in pinned memory, their shape,
  * the same layer stack), so the job's share of a floor is a like-for-like ratio.
  *

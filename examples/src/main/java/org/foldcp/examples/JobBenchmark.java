@@ -42,8 +42,8 @@ import org.foldcp.spark.tiles.PairTiles;
 
 /**
  * The job's throughput against what the device allows (a benchmark, not a test;
- * docs/benchmarks.md, "The job"). The same complexes, made once as bytes, go through the same
- * layer stack in every arm:
+ * docs/benchmarks.md, "The job against the device's floor"). The same complexes, made once as
+ * bytes, go through the same layer stack in every arm:
  * <ul>
  *   <li>job: the Spark job in local mode, the forward stage alone (the complexes cached in Spark
  *       first, as rows of PairTiles.SCHEMA, with fold-cp's row cache: {@link RowCachedBatchSerializer},

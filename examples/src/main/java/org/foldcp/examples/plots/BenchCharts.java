@@ -16,7 +16,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.jfree.data.category.DefaultCategoryDataset;
 
 /**
- * Turns a benchmark results CSV (the BENCHMARKS.md format:
+ * Turns a benchmark results CSV (the format of docs/benchmarks.md, "Results files":
  * {@code date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status}, with {@code #}
  * comment lines) into ratio charts: for each peer arm, ours / peer median ms per shape and
  * direction, one PNG per peer ({@code ratio-vs-PEER.png}). It also prints the ratios as a table.
@@ -121,7 +121,7 @@ public final class BenchCharts {
     return written;
   }
 
-  /** The rows of a results CSV; '#' lines are comments; the header must name the BENCHMARKS.md columns. */
+  /** The rows of a results CSV; '#' lines are comments; the header must name the columns of docs/benchmarks.md. */
   static List<Result> read(Path csv) {
     List<String> lines;
     try {

@@ -52,8 +52,36 @@ public final class PairHeatmaps {
   public static float[][] channel(PairTensor x, int b, int c) {
     InvalidInputException.require(c >= 0 && c < x.dim(), "channel", c, "must lie in [0, " + x.dim() + ") for D = " + x.dim());
     InvalidInputException.require(b >= 0 && b < x.batch(), "batch index", b, "must lie in [0, " + x.batch() + ")");
-    int rows = x.rows();
-    int cols = x.cols();
+    return pooled(x.rows(), x.cols(), (i, j) -> x.get(b, i, j, c));
+  }
+
+  /** The pair mask of batch element {@code b} as the fraction of valid positions per cell (1 = valid). */
+  public static float[][] mask(PairTensor x, int b) {
+    return pooled(x.rows(), x.cols(), (i, j) -> x.valid(b, i, j) ? 1f : 0f);
+  }
+
+  /** Mean over all channels of |after - before| per position (what the stack changed), pooled like {@link #channel}. */
+  public static float[][] meanAbsChange(PairTensor before, PairTensor after, int b) {
+    InvalidInputException.require(before.rows() == after.rows() && before.cols() == after.cols()
+        && before.dim() == after.dim(), "shapes", before.shapeString() + " vs " + after.shapeString(), "must be equal");
+    int d = before.dim();
+    return pooled(before.rows(), before.cols(), (i, j) -> {
+      double s = 0;
+      for (int c = 0; c < d; c++) {
+        s += Math.abs(after.get(b, i, j, c) - before.get(b, i, j, c));
+      }
+      return (float) (s / d);
+    });
+  }
+
+  /** A value per position (i, j) of a pair grid. */
+  @FunctionalInterface
+  private interface PositionValue {
+    float at(int i, int j);
+  }
+
+  /** {@code value} over a rows x cols grid, mean-pooled to at most MAX_CELLS cells per axis: [row][col]. */
+  private static float[][] pooled(int rows, int cols, PositionValue value) {
     int pr = pool(rows);
     int pc = pool(cols);
     int outR = (rows + pr - 1) / pr;
@@ -62,7 +90,7 @@ public final class PairHeatmaps {
     int[][] count = new int[outR][outC];
     for (int i = 0; i < rows; i++) {
       for (int j = 0; j < cols; j++) {
-        sum[i / pr][j / pc] += x.get(b, i, j, c);
+        sum[i / pr][j / pc] += value.at(i, j);
         count[i / pr][j / pc]++;
       }
     }
@@ -72,57 +100,6 @@ public final class PairHeatmaps {
       }
     }
     return sum;
-  }
-
-  /** The pair mask of batch element {@code b} as the fraction of valid positions per cell (1 = valid). */
-  public static float[][] mask(PairTensor x, int b) {
-    int rows = x.rows();
-    int cols = x.cols();
-    int pr = pool(rows);
-    int pc = pool(cols);
-    float[][] out = new float[(rows + pr - 1) / pr][(cols + pc - 1) / pc];
-    int[][] count = new int[out.length][out[0].length];
-    for (int i = 0; i < rows; i++) {
-      for (int j = 0; j < cols; j++) {
-        out[i / pr][j / pc] += x.valid(b, i, j) ? 1f : 0f;
-        count[i / pr][j / pc]++;
-      }
-    }
-    for (int i = 0; i < out.length; i++) {
-      for (int j = 0; j < out[i].length; j++) {
-        out[i][j] /= count[i][j];
-      }
-    }
-    return out;
-  }
-
-  /** Mean over all channels of |after - before| per position (what the stack changed), pooled like {@link #channel}. */
-  public static float[][] meanAbsChange(PairTensor before, PairTensor after, int b) {
-    InvalidInputException.require(before.rows() == after.rows() && before.cols() == after.cols()
-        && before.dim() == after.dim(), "shapes", before.shapeString() + " vs " + after.shapeString(), "must be equal");
-    int rows = before.rows();
-    int cols = before.cols();
-    int d = before.dim();
-    int pr = pool(rows);
-    int pc = pool(cols);
-    float[][] out = new float[(rows + pr - 1) / pr][(cols + pc - 1) / pc];
-    int[][] count = new int[out.length][out[0].length];
-    for (int i = 0; i < rows; i++) {
-      for (int j = 0; j < cols; j++) {
-        double s = 0;
-        for (int c = 0; c < d; c++) {
-          s += Math.abs(after.get(b, i, j, c) - before.get(b, i, j, c));
-        }
-        out[i / pr][j / pc] += (float) (s / d);
-        count[i / pr][j / pc]++;
-      }
-    }
-    for (int i = 0; i < out.length; i++) {
-      for (int j = 0; j < out[i].length; j++) {
-        out[i][j] /= count[i][j];
-      }
-    }
-    return out;
   }
 
   /** The pair mask as a chart image (green valid, black masked). */
@@ -315,12 +292,12 @@ public final class PairHeatmaps {
     return (n + MAX_CELLS - 1) / MAX_CELLS;
   }
 
-  /** Blue below 0, white at 0, red above; clipped at the bounds. */
-  static final class Diverging implements PaintScale {
-    private final double lo;
-    private final double hi;
+  /** A colour scale over [lo, hi]; subclasses say which colour a value gets. */
+  abstract static class Bounded implements PaintScale {
+    final double lo;
+    final double hi;
 
-    Diverging(double lo, double hi) {
+    Bounded(double lo, double hi) {
       this.lo = lo;
       this.hi = hi;
     }
@@ -330,6 +307,13 @@ public final class PairHeatmaps {
 
     @Override
     public double getUpperBound() { return hi; }
+  }
+
+  /** Blue below 0, white at 0, red above; clipped at the bounds. */
+  static final class Diverging extends Bounded {
+    Diverging(double lo, double hi) {
+      super(lo, hi);
+    }
 
     @Override
     public java.awt.Paint getPaint(double value) {
@@ -342,20 +326,10 @@ public final class PairHeatmaps {
   }
 
   /** White at the lower bound to dark red at the upper one. */
-  static final class Sequential implements PaintScale {
-    private final double lo;
-    private final double hi;
-
+  static final class Sequential extends Bounded {
     Sequential(double lo, double hi) {
-      this.lo = lo;
-      this.hi = hi;
+      super(lo, hi);
     }
-
-    @Override
-    public double getLowerBound() { return lo; }
-
-    @Override
-    public double getUpperBound() { return hi; }
 
     @Override
     public java.awt.Paint getPaint(double value) {

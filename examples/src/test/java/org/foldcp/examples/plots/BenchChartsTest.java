@@ -13,7 +13,7 @@ import org.foldcp.ops.InvalidInputException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Ratio charts from a BENCHMARKS.md results CSV. */
+/** Ratio charts from a results CSV in the format of docs/benchmarks.md. */
 class BenchChartsTest {
   @TempDir
   Path tmp;

@@ -13,7 +13,7 @@ import java.util.Arrays;
  * then keeps an mr x nr tile of C in registers for the whole k-block, reading one broadcast of A
  * and nr/L vectors of B per k. The micro-kernel is {@link VectorSimd} (jdk.incubator.vector,
  * explicit FMA) when the JVM was started with {@code --add-modules jdk.incubator.vector}, else
- * {@link Simd.Scalar}; the choice is made once per JVM ({@link #kernelName()} says which).
+ * {@link Simd.Scalar}; the choice is made once per JVM ({@link JavaKernels#describe()} names it).
  *
  * <p>Arithmetic, the same in both kernels: every element of C starts from 0 (or from C when
  * accumulating) and takes one fused multiply-add per k, {@code c = fma(a_ik, b_kj, c)}, in
@@ -46,11 +46,6 @@ public final class Gemm {
   /** This thread's instance. */
   public static Gemm local() {
     return PER_THREAD.get();
-  }
-
-  /** Which micro-kernel this JVM uses, e.g. "jdk.incubator.vector 256-bit, 6x16". */
-  public static String kernelName() {
-    return Simd.create().describe();
   }
 
   public Gemm() {

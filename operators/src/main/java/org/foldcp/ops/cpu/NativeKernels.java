@@ -28,9 +28,7 @@ final class NativeKernels extends CpuKernels {
   static final String LIBRARY_FILE = "libfoldcp_cpu.so";
   /** System property: load this file instead of the jar's resource. */
   static final String PATH_PROPERTY = "foldcp.cpu.native.path";
-  /** Variant indices of the library (cpu_jni.c). */
-  static final int AVX512 = 0;
-  static final int AVX2 = 1;
+  /** The library's variants by index (cpu_jni.c), fastest first. */
   private static final String[] VARIANT_NAMES = {"avx512", "avx2"};
 
   private static final String UNAVAILABLE = load();

@@ -33,6 +33,15 @@ abstract class Simd {
   static final float P4 = 1.6666665459e-1f;
   static final float P5 = 5.0000001201e-1f;
 
+  private final int mr;
+  private final int nr;
+
+  /** An implementation whose GEMM register tile is {@code mr} x {@code nr}. */
+  Simd(int mr, int nr) {
+    this.mr = mr;
+    this.nr = nr;
+  }
+
   /** A new instance (the Scalar one owns GEMM buffers: one per thread). */
   static Simd create() {
     return VECTOR ? VectorSimd.create() : new Scalar();
@@ -67,10 +76,14 @@ abstract class Simd {
   }
 
   /** Rows of the GEMM register tile. */
-  abstract int mr();
+  final int mr() {
+    return mr;
+  }
 
   /** Columns of the GEMM register tile. */
-  abstract int nr();
+  final int nr() {
+    return nr;
+  }
 
   abstract String describe();
 
@@ -112,14 +125,8 @@ abstract class Simd {
     private final float[] c3 = new float[NR];
     private final float[] y = new float[NR];
 
-    @Override
-    int mr() {
-      return MR;
-    }
-
-    @Override
-    int nr() {
-      return NR;
+    Scalar() {
+      super(MR, NR);
     }
 
     @Override

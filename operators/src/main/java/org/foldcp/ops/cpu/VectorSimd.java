@@ -18,21 +18,13 @@ final class VectorSimd extends Simd {
   private static final int MR = 6;
   private static final int NR = 2 * L;
 
-  private VectorSimd() {}
+  private VectorSimd() {
+    super(MR, NR);
+  }
 
   /** The kernel, or null where a vector holds fewer than 2 floats (no SIMD worth the name). */
   static Simd create() {
     return L >= 2 ? new VectorSimd() : null;
-  }
-
-  @Override
-  int mr() {
-    return MR;
-  }
-
-  @Override
-  int nr() {
-    return NR;
   }
 
   @Override

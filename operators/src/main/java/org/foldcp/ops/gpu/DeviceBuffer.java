@@ -23,15 +23,14 @@ public final class DeviceBuffer implements AutoCloseable {
   private final RawHandles.DevicePtr ptr;
   private final long bytes;
   private final String purpose;
-  private final long handleId;
-  private boolean closed;
+  private final TrackedHandle handle;
 
   private DeviceBuffer(GpuDevice device, RawHandles.DevicePtr ptr, long bytes, String purpose) {
     this.device = device;
     this.ptr = ptr;
     this.bytes = bytes;
     this.purpose = purpose;
-    this.handleId = MemoryLeakCheck.register("device buffer", bytes, purpose + " on device " + device.ordinal());
+    this.handle = new TrackedHandle("device buffer", bytes, purpose + " on device " + device.ordinal());
   }
 
   /** Allocates {@code bytes} (>= 1) of device memory; {@code purpose} names it in errors and leak reports. */
@@ -145,29 +144,24 @@ public final class DeviceBuffer implements AutoCloseable {
   }
 
   public boolean isClosed() {
-    return closed;
+    return handle.isClosed();
   }
 
   private void ensureOpen() {
-    if (closed) {
+    if (handle.isClosed()) {
       throw new IllegalStateException("DeviceBuffer (" + purpose + ", " + bytes + " bytes) is closed");
     }
   }
 
   /** Frees the memory (cuMemFree waits for work still using it); idempotent. */
   @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    MemoryLeakCheck.release(handleId);
-    device.setCurrent();
-    CudaDriver.check(JCudaDriver.cuMemFree(ptr), "cuMemFree(" + bytes + " bytes, " + purpose + ")");
+  public void close() {
+    handle.free(device,
+        () -> CudaDriver.check(JCudaDriver.cuMemFree(ptr), "cuMemFree(" + bytes + " bytes, " + purpose + ")"));
   }
 
   @Override
   public String toString() {
-    return "DeviceBuffer(" + purpose + ", " + bytes + " bytes" + (closed ? ", closed" : "") + ")";
+    return "DeviceBuffer(" + purpose + ", " + bytes + " bytes" + (isClosed() ? ", closed" : "") + ")";
   }
 }

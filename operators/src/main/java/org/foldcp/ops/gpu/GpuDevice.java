@@ -28,8 +28,7 @@ public final class GpuDevice implements AutoCloseable {
   private final String name;
   private final int major;
   private final int minor;
-  private final long handleId;
-  private volatile boolean closed;
+  private final TrackedHandle handle;
 
   /** What the driver says about a device, read without creating a context. */
   public static final class Info {
@@ -94,7 +93,7 @@ public final class GpuDevice implements AutoCloseable {
     this.name = info.name();
     this.major = info.major();
     this.minor = info.minor();
-    this.handleId = MemoryLeakCheck.register("primary context", 0, "device " + ordinal + " (" + name + ")");
+    this.handle = new TrackedHandle("primary context", 0, "device " + ordinal + " (" + name + ")");
   }
 
   /** Number of CUDA devices the driver sees (after CUDA_VISIBLE_DEVICES). */
@@ -223,28 +222,24 @@ public final class GpuDevice implements AutoCloseable {
   }
 
   public boolean isClosed() {
-    return closed;
+    return handle.isClosed();
   }
 
   void ensureOpen() {
-    if (closed) {
+    if (handle.isClosed()) {
       throw new IllegalStateException("GpuDevice " + ordinal + " (" + name + ") is closed");
     }
   }
 
   /** Releases the primary context retain; idempotent. */
   @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    MemoryLeakCheck.release(handleId);
-    CudaDriver.check(JCudaDriver.cuDevicePrimaryCtxRelease(device), "cuDevicePrimaryCtxRelease(" + ordinal + ")");
+  public void close() {
+    handle.free(() -> CudaDriver.check(JCudaDriver.cuDevicePrimaryCtxRelease(device),
+        "cuDevicePrimaryCtxRelease(" + ordinal + ")"));
   }
 
   @Override
   public String toString() {
-    return "GpuDevice(" + ordinal + ", " + name + ", sm_" + major + minor + (closed ? ", closed" : "") + ")";
+    return "GpuDevice(" + ordinal + ", " + name + ", sm_" + major + minor + (isClosed() ? ", closed" : "") + ")";
   }
 }

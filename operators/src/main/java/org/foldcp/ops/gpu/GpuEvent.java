@@ -14,14 +14,13 @@ import jcuda.driver.JCudaDriver;
 public final class GpuEvent implements AutoCloseable {
   private final GpuDevice device;
   private final RawHandles.EventHandle event;
-  private final long handleId;
+  private final TrackedHandle handle;
   private boolean recorded;
-  private boolean closed;
 
   private GpuEvent(GpuDevice device, RawHandles.EventHandle event, String purpose) {
     this.device = device;
     this.event = event;
-    this.handleId = MemoryLeakCheck.register("event", 0, purpose + " on device " + device.ordinal());
+    this.handle = new TrackedHandle("event", 0, purpose + " on device " + device.ordinal());
   }
 
   /** An event on {@code device}; {@code timing} lets {@link #millisSince} measure between two events. */
@@ -66,20 +65,14 @@ public final class GpuEvent implements AutoCloseable {
   }
 
   private void ensureOpen() {
-    if (closed) {
+    if (handle.isClosed()) {
       throw new IllegalStateException("GpuEvent is closed");
     }
   }
 
   /** Destroys the event (the work it marks may still run; CUDA frees it once that is done). Idempotent. */
   @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    MemoryLeakCheck.release(handleId);
-    device.setCurrent();
-    CudaDriver.check(JCudaDriver.cuEventDestroy(event), "cuEventDestroy");
+  public void close() {
+    handle.free(device, () -> CudaDriver.check(JCudaDriver.cuEventDestroy(event), "cuEventDestroy"));
   }
 }

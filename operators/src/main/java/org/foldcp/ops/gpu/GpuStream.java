@@ -17,13 +17,12 @@ import jcuda.driver.JCudaDriver;
 public final class GpuStream implements AutoCloseable {
   private final GpuDevice device;
   private final RawHandles.StreamHandle stream;
-  private final long handleId;
-  private boolean closed;
+  private final TrackedHandle handle;
 
   private GpuStream(GpuDevice device, RawHandles.StreamHandle stream) {
     this.device = device;
     this.stream = stream;
-    this.handleId = MemoryLeakCheck.register("stream", 0, "device " + device.ordinal());
+    this.handle = new TrackedHandle("stream", 0, "device " + device.ordinal());
   }
 
   public static GpuStream create(GpuDevice device) {
@@ -54,22 +53,18 @@ public final class GpuStream implements AutoCloseable {
   }
 
   private void ensureOpen() {
-    if (closed) {
+    if (handle.isClosed()) {
       throw new IllegalStateException("GpuStream is closed");
     }
   }
 
   /** Waits for the stream's work, then destroys it; idempotent. */
   @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    MemoryLeakCheck.release(handleId);
-    device.setCurrent();
-    int sync = JCudaDriver.cuStreamSynchronize(stream);
-    CudaDriver.check(JCudaDriver.cuStreamDestroy(stream), "cuStreamDestroy");
-    CudaDriver.check(sync, "cuStreamSynchronize (before cuStreamDestroy)");
+  public void close() {
+    handle.free(device, () -> {
+      int sync = JCudaDriver.cuStreamSynchronize(stream);
+      CudaDriver.check(JCudaDriver.cuStreamDestroy(stream), "cuStreamDestroy");
+      CudaDriver.check(sync, "cuStreamSynchronize (before cuStreamDestroy)");
+    });
   }
 }

@@ -64,7 +64,7 @@ public final class NativeTriMul {
    */
   public static native long channelGroup(long batch, long n, long dim, long bytesAvailable);
 
-  /** FLOPs of one layer as BENCHMARKS.md counts them: 2 B N^3 D + 12 B N^2 D^2. */
+  /** FLOPs of one layer as docs/benchmarks.md counts them: 2 B N^3 D + 12 B N^2 D^2. */
   public static native double flops(long batch, long n, long dim);
 
   /**

@@ -27,8 +27,7 @@ public final class PinnedHostBuffer implements AutoCloseable {
   private final long bytes;
   /** The malloc'd block a registered buffer lives in (0 for cuMemAllocHost memory). */
   private final long registeredFrom;
-  private final long handleId;
-  private boolean closed;
+  private final TrackedHandle handle;
 
   private PinnedHostBuffer(GpuDevice device, RawHandles.HostPtr pointer, ByteBuffer buffer, long bytes,
                            long registeredFrom, String purpose) {
@@ -37,7 +36,7 @@ public final class PinnedHostBuffer implements AutoCloseable {
     this.buffer = buffer;
     this.bytes = bytes;
     this.registeredFrom = registeredFrom;
-    this.handleId = MemoryLeakCheck.register("pinned host buffer", bytes, purpose);
+    this.handle = new TrackedHandle("pinned host buffer", bytes, purpose);
   }
 
   public static PinnedHostBuffer allocate(GpuDevice device, long bytes, String purpose) {
@@ -120,32 +119,28 @@ public final class PinnedHostBuffer implements AutoCloseable {
   }
 
   public boolean isClosed() {
-    return closed;
+    return handle.isClosed();
   }
 
   private void ensureOpen() {
-    if (closed) {
+    if (handle.isClosed()) {
       throw new IllegalStateException("PinnedHostBuffer (" + bytes + " bytes) is closed");
     }
   }
 
   /** Frees the pinned memory; idempotent. Wait for copies that use it first. */
   @Override
-  public synchronized void close() {
-    if (closed) {
-      return;
-    }
-    closed = true;
-    MemoryLeakCheck.release(handleId);
-    device.setCurrent();
-    if (registeredFrom != 0) {
+  public void close() {
+    handle.free(device, () -> {
+      if (registeredFrom == 0) {
+        CudaDriver.check(JCudaDriver.cuMemFreeHost(pointer), "cuMemFreeHost(" + bytes + " bytes)");
+        return;
+      }
       try {
         CudaDriver.check(JCudaDriver.cuMemHostUnregister(pointer), "cuMemHostUnregister(" + bytes + " bytes)");
       } finally {
         HostCopy.freeRaw(registeredFrom);
       }
-      return;
-    }
-    CudaDriver.check(JCudaDriver.cuMemFreeHost(pointer), "cuMemFreeHost(" + bytes + " bytes)");
+    });
   }
 }

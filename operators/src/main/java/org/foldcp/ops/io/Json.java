@@ -11,28 +11,9 @@ import java.util.Map;
  * integers {@link Long}. Anything else (fractions, true/false/null) is a syntax error, because
  * a well-formed safetensors header never contains it.
  */
-final class Json {
-  /** Malformed text; the caller turns it into a message naming the file. */
-  static final class SyntaxError extends Exception {
-    private static final long serialVersionUID = 1L;
-
-    SyntaxError(String message) {
-      super(message);
-    }
-  }
-
-  /**
-   * Deepest nesting accepted. A safetensors header nests three levels (header, entry, shape); the
-   * limit keeps a hostile "[[[[..." within the parser's recursion instead of overflowing the stack.
-   */
-  static final int MAX_DEPTH = 64;
-
-  private final String text;
-  private int pos;
-  private int depth;
-
+final class Json extends HeaderParser {
   private Json(String text) {
-    this.text = text;
+    super(text);
   }
 
   /** Parses one JSON value filling all of {@code text} (surrounding whitespace allowed). */
@@ -50,12 +31,7 @@ final class Json {
     skipSpace();
     char c = peek();
     if (c == '{' || c == '[') {
-      if (++depth > MAX_DEPTH) {
-        throw error("nesting deeper than " + MAX_DEPTH + " levels");
-      }
-      Object v = c == '{' ? object() : array();
-      depth--;
-      return v;
+      return nested(c == '{' ? this::object : this::array);
     }
     if (c == '"') {
       return string();
@@ -199,17 +175,6 @@ final class Json {
     }
   }
 
-  private void expect(char c) throws SyntaxError {
-    if (peek() != c) {
-      throw error("expected '" + c + "'");
-    }
-    pos++;
-  }
-
-  private char peek() {
-    return pos < text.length() ? text.charAt(pos) : 0;
-  }
-
   private void skipSpace() {
     while (pos < text.length()) {
       char c = text.charAt(pos);
@@ -220,7 +185,8 @@ final class Json {
     }
   }
 
-  private SyntaxError error(String what) {
+  @Override
+  SyntaxError error(String what) {
     int from = Math.max(0, pos - 20);
     int to = Math.min(text.length(), pos + 20);
     return new SyntaxError(what + " at character " + pos + " (near \"" + FileReads.excerpt(text.substring(from, to), 40) + "\")");

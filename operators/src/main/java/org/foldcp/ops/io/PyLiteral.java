@@ -14,7 +14,7 @@ import java.util.Map;
  * become {@link LinkedHashMap}, tuples and lists {@link List}, integers {@link Long}, and None
  * the {@link #NONE} marker (a map cannot hold null values usefully).
  */
-final class PyLiteral {
+final class PyLiteral extends HeaderParser {
   /** Stands for Python's None. */
   static final Object NONE = new Object() {
     @Override
@@ -23,27 +23,8 @@ final class PyLiteral {
     }
   };
 
-  /** Thrown for malformed text; the caller turns it into a message naming the file. */
-  static final class SyntaxError extends Exception {
-    private static final long serialVersionUID = 1L;
-
-    SyntaxError(String message) {
-      super(message);
-    }
-  }
-
-  /**
-   * Deepest nesting accepted. An npy header nests two levels (the dict, the shape tuple); the
-   * limit keeps a hostile "((((..." within the parser's recursion instead of overflowing the stack.
-   */
-  static final int MAX_DEPTH = 64;
-
-  private final String text;
-  private int pos;
-  private int depth;
-
   private PyLiteral(String text) {
-    this.text = text;
+    super(text);
   }
 
   /** Parses {@code text} as exactly one dict literal (surrounding whitespace allowed). */
@@ -66,12 +47,7 @@ final class PyLiteral {
     skipSpace();
     char c = peek();
     if (c == '{' || c == '(' || c == '[') {
-      if (++depth > MAX_DEPTH) {
-        throw error("nesting deeper than " + MAX_DEPTH + " levels");
-      }
-      Object v = c == '{' ? dict() : c == '(' ? sequence('(', ')') : sequence('[', ']');
-      depth--;
-      return v;
+      return nested(c == '{' ? this::dict : c == '(' ? () -> sequence('(', ')') : () -> sequence('[', ']'));
     }
     switch (c) {
       case '\'':
@@ -206,24 +182,14 @@ final class PyLiteral {
     }
   }
 
-  private void expect(char c) throws SyntaxError {
-    if (peek() != c) {
-      throw error("expected '" + c + "'");
-    }
-    pos++;
-  }
-
-  private char peek() {
-    return pos < text.length() ? text.charAt(pos) : 0;
-  }
-
   private void skipSpace() {
     while (pos < text.length() && Character.isWhitespace(text.charAt(pos))) {
       pos++;
     }
   }
 
-  private SyntaxError error(String what) {
+  @Override
+  SyntaxError error(String what) {
     return new SyntaxError(what + " at character " + pos);
   }
 }

@@ -25,7 +25,7 @@ public record DeviceRates(double flopsPerSecond, double secondsPerElement, doubl
    * One H200 as docs/cost-model.md calibrates it: 715 TFLOP/s for the GEMMs and 4.19 ps per pair
    * value for the element-wise passes, solved from (1, 1024, 128) 1.23 ms and (1, 4096, 256) 85.62
    * ms of bench/results/2026-12-01-trimul-1gpu-tma-stores.csv; NVLink 4's nominal 450 GB/s per
-   * direction (no two-GPU machine has measured it yet); 141 GB of device memory.
+   * direction (not measured); 141 GB of device memory.
    */
   public static DeviceRates h200() {
     return new DeviceRates(715e12, 4.19e-12, 450e9, 141L * 1000 * 1000 * 1000,

@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * The rank's resources ({@link Rank#close}) are freed once: after the last complex, at a failure,
  * or at the task's end at the latest.
  *
- * <p>The price of streaming: a rank's consumer now runs between its complexes (in the DataFrame
+ * <p>The price of streaming: a rank's consumer runs between its complexes (in the DataFrame
  * API, the shuffle write that leaves the barrier stage), so its peers' next reshard also waits
  * for it; the ranks' consumers do the same work on tiles of one size, and a stuck one is bounded
  * by spark.foldcp.barrier.timeoutSeconds like any slow peer.

@@ -17,6 +17,7 @@ import java.util.concurrent.CompletionService;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.spark.config.FoldCpConf;
@@ -106,7 +107,7 @@ final class TcpMesh {
     }
     RuntimeException failure = null;
     for (int k = 0; k < count; k++) {
-      Throwable t = failureOf(steps);
+      Throwable t = failureOfNext(steps);
       if (t != null && failure == null) {
         failure = unchecked(t, rank(), "forming the team");
         closeQuietly(listener);
@@ -227,10 +228,20 @@ final class TcpMesh {
         : new IllegalStateException("rank " + rank + " failed " + doing + ": " + t, t);
   }
 
-  /** The failure of the next step to finish, or null when it succeeded. */
-  private static Throwable failureOf(CompletionService<Void> steps) {
+  /** The failure of the next step to finish, or of the wait for it (interrupted); null when it succeeded. */
+  private static Throwable failureOfNext(CompletionService<Void> steps) {
     try {
-      steps.take().get();
+      return failureOf(steps.take());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return e;
+    }
+  }
+
+  /** The failure of a finished step, or null when it succeeded; an interrupted wait for it is the failure. */
+  static Throwable failureOf(Future<Void> step) {
+    try {
+      step.get();
       return null;
     } catch (ExecutionException e) {
       return e.getCause();

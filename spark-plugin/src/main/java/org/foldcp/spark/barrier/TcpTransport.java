@@ -9,7 +9,6 @@ import java.net.SocketTimeoutException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletionService;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorCompletionService;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -173,7 +172,7 @@ public final class TcpTransport implements ReshardTransport {
     Throwable failure = null;
     try {
       for (int k = 0; k < jobs.size() && failure == null; k++) {
-        failure = failureOf(done.take());
+        failure = TcpMesh.failureOf(done.take());
         if (failure != null && !(failure instanceof RankFailedException)) {
           failure = preferPeerAccount(failure, done, jobs.size() - k - 1);
         }
@@ -283,18 +282,6 @@ public final class TcpTransport implements ReshardTransport {
         + ") in reshard round " + r + " while " + doing + " it: " + e, e);
   }
 
-  private static Throwable failureOf(Future<Void> f) {
-    try {
-      f.get();
-      return null;
-    } catch (ExecutionException e) {
-      return e.getCause();
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      return e;
-    }
-  }
-
   /**
    * A broken link is often the echo of a peer that failed and closed its sockets; its abort
    * notice says why. Waits briefly for the other links and prefers such a notice.
@@ -307,7 +294,7 @@ public final class TcpTransport implements ReshardTransport {
       if (f == null) {
         break;
       }
-      Throwable t = failureOf(f);
+      Throwable t = TcpMesh.failureOf(f);
       if (t instanceof RankFailedException) {
         return t;
       }

@@ -87,8 +87,8 @@ final class FoldCpExecutorPlugin implements ExecutorPlugin {
     int device = GpuBinding.deviceOrdinal(resources, conf.get(FoldCpConf.GPU_ENABLED), ctx.executorID());
     int taskCpus = ctx.conf().getInt("spark.task.cpus", 1);
     state = ExecutorState.bind(ctx.executorID(), conf, device, taskCpus, gpusOf.apply(ctx.executorID()));
-    // Not ctx.hostname(): during executor start-up the RPC address it reads is not set yet, and
-    // the call throws, which killed every executor on a real cluster (found by cluster-tests).
+    // Not ctx.hostname(): during executor start-up the RPC address it reads is not set yet, so
+    // the call throws, and a throw here takes the executor down.
     LOG.info("fold-cp executor {} on {}: {}{}", ctx.executorID(), localHost(), state,
         !conf.get(FoldCpConf.GPU_ENABLED) && resources.containsKey(GpuBinding.GPU_RESOURCE)
             ? " (its GPU is left unused: " + FoldCpConf.GPU_ENABLED.name() + " = false)" : "");

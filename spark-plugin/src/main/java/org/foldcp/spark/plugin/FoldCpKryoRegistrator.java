@@ -42,10 +42,10 @@ public final class FoldCpKryoRegistrator implements KryoRegistrator {
     kryo.register(Direction.class); // Kryo's default for enums writes the ordinal
     kryo.register(Direction[].class);
 
-    register(kryo, CpGrid.class, new CpSerializers.CpGridSerializer());
-    register(kryo, TileBounds.class, new CpSerializers.TileBoundsSerializer());
-    register(kryo, ReshardSegment.class, new CpSerializers.ReshardSegmentSerializer());
-    register(kryo, ShardLayout.class, new CpSerializers.ShardLayoutSerializer());
+    register(kryo, CpGrid.class, CpSerializers.cpGrid());
+    register(kryo, TileBounds.class, CpSerializers.tileBounds());
+    register(kryo, ReshardSegment.class, CpSerializers.reshardSegment());
+    register(kryo, ShardLayout.class, CpSerializers.shardLayout());
 
     register(kryo, TileRecord.class, new RouteSerializers.TileRecordSerializer());
     register(kryo, TileKey.class, new RouteSerializers.TileKeySerializer());

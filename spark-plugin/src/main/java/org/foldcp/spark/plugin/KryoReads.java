@@ -11,7 +11,7 @@ import java.util.function.IntFunction;
 
 /**
  * Reads of counts, arrays and strings for fold-cp's Kryo serializers that never allocate from an
- * unchecked count. Kryo's own {@code readFloats(n)}, {@code readLongs(n)} and {@code readString()}
+ * unchecked count. Kryo's own {@code readFloats(n)}, {@code readShorts(n)} and {@code readString()}
  * allocate n elements first and only then find the stream short, so a corrupt or hostile varint
  * claiming 2^31 elements costs gigabytes (or an OutOfMemoryError) before any error. Here a count
  * is checked against its rule first, and arrays grow only as their data actually arrives (at most
@@ -42,10 +42,6 @@ final class KryoReads {
 
   static float[] floats(Input input, int n) {
     return inPieces(input, n, float[]::new, (in, k) -> in.readFloats(k));
-  }
-
-  static long[] longs(Input input, int n) {
-    return inPieces(input, n, long[]::new, (in, k) -> in.readLongs(k));
   }
 
   static short[] shorts(Input input, int n) {

@@ -1,10 +1,13 @@
 package org.foldcp.spark.shuffle;
 
+import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Spliterator;
 import java.util.Spliterators;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.stream.StreamSupport;
 import org.apache.spark.api.java.function.PairFlatMapFunction;
 import org.foldcp.ops.cp.CpGrid;
@@ -14,6 +17,7 @@ import org.foldcp.ops.cpu.PreparedLayer;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.SharedStack;
 import org.foldcp.spark.tiles.TileKey;
+import org.foldcp.spark.tiles.TileRecord;
 import scala.Tuple2;
 
 /**
@@ -97,13 +101,44 @@ abstract class LayerStep<I, V> implements PairFlatMapFunction<Iterator<I>, TileK
   /** The records one element sends on. */
   abstract List<Tuple2<TileKey, V>> apply(I element, PreparedLayer prepared);
 
-  /** The stages of {@code rank} of {@code layout}; closed by the caller (they own a worker pool). */
-  RankStages stages(ShardLayout layout, int rank) {
-    return new RankStages(layout, rank, threads);
+  /** Runs {@code work} on the stages of {@code rank} of {@code layout}, its time reported as compute time. */
+  void compute(ShardLayout layout, int rank, Consumer<RankStages> work) {
+    onStages(layout, rank, stages -> {
+      work.accept(stages);
+      return null;
+    });
   }
 
-  /** Reports the nanoseconds since {@code startNanos} as compute time. */
-  void computed(long startNanos) {
-    metrics.computeNanos(System.nanoTime() - startNanos);
+  /**
+   * The records of a step that sends payloads (projection: [a | b] to the channel owners; triangle:
+   * z to the tiles): {@code tile} to its own key, where the same rank's next step runs, and payload
+   * p from {@code work} to rank p's key of the complex. The work's time is reported as compute
+   * time, the bytes its payloads send to other ranks as reshard bytes.
+   */
+  List<Tuple2<TileKey, RankMessage>> send(TileKey key, TileRecord tile, ShardLayout layout,
+                                          Function<RankStages, float[][]> work) {
+    float[][] payloads = onStages(layout, key.rank, work);
+    List<Tuple2<TileKey, RankMessage>> out = new ArrayList<>(payloads.length + 1);
+    out.add(new Tuple2<>(key, RankMessage.tile(key.rank, tile)));
+    for (int dst = 0; dst < payloads.length; dst++) {
+      out.add(new Tuple2<>(new TileKey(key.complexId, dst), RankMessage.payload(key.rank, payloads[dst])));
+    }
+    return out;
+  }
+
+  /**
+   * The payloads {@code work} makes (null for none) on the stages of {@code rank} of {@code layout},
+   * which are closed after it (they own a worker pool); reports the work's time and the payloads' bytes.
+   */
+  private float[][] onStages(ShardLayout layout, int rank, Function<RankStages, float[][]> work) {
+    try (RankStages stages = new RankStages(layout, rank, threads)) {
+      long t0 = System.nanoTime();
+      float[][] payloads = work.apply(stages);
+      metrics.computeNanos(System.nanoTime() - t0);
+      if (payloads != null) {
+        metrics.reshardBytes(stages.bytesLeaving(payloads));
+      }
+      return payloads;
+    }
   }
 }

@@ -1,9 +1,7 @@
 package org.foldcp.spark.shuffle;
 
-import java.util.ArrayList;
 import java.util.List;
 import org.foldcp.ops.cp.CpGrid;
-import org.foldcp.ops.cp.RankStages;
 import org.foldcp.ops.cpu.PreparedLayer;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.SharedStack;
@@ -27,20 +25,7 @@ final class ProjectStep extends LayerStep<Tuple2<TileKey, TileRecord>, RankMessa
 
   @Override
   List<Tuple2<TileKey, RankMessage>> apply(Tuple2<TileKey, TileRecord> keyed, PreparedLayer prepared) {
-    TileKey key = keyed._1;
     TileRecord tile = keyed._2;
-    float[][] toOwners;
-    try (RankStages stages = stages(Retiling.layout(tile, grid), key.rank)) {
-      long t0 = System.nanoTime();
-      toOwners = stages.project(tile.tile, 0, prepared);
-      computed(t0);
-      metrics.reshardBytes(stages.bytesLeaving(toOwners));
-    }
-    List<Tuple2<TileKey, RankMessage>> out = new ArrayList<>(toOwners.length + 1);
-    out.add(new Tuple2<>(key, RankMessage.tile(key.rank, tile)));
-    for (int owner = 0; owner < toOwners.length; owner++) {
-      out.add(new Tuple2<>(new TileKey(key.complexId, owner), RankMessage.payload(key.rank, toOwners[owner])));
-    }
-    return out;
+    return send(keyed._1, tile, Retiling.layout(tile, grid), stages -> stages.project(tile.tile, 0, prepared));
   }
 }

@@ -28,7 +28,7 @@ import org.foldcp.spark.route.RouteMetrics;
  * report zero; the UI still shows them as durations.
  */
 final class SqlRouteMetrics implements RouteMetrics {
-  private static final long serialVersionUID = 3L;
+  private static final long serialVersionUID = 4L;
 
   static final String NUM_OUTPUT_ROWS = "numOutputRows";
   static final String OP_TIME = "opTime";
@@ -49,47 +49,29 @@ final class SqlRouteMetrics implements RouteMetrics {
   static final String RESHARD_TO_CHANNELS_BYTES = "reshardToChannelsBytes";
   static final String RESHARD_TO_TOKENS_BYTES = "reshardToTokensBytes";
 
-  /** The kept metrics by name, in display order; a metric above the level is absent (its field null). */
+  /** The kept metrics by name, in display order; a metric above the level is absent. */
   private final Map<String, SQLMetric> byName;
-  private final SQLMetric numOutputRows;
-  private final SQLMetric opTime;
-  private final SQLMetric tiles;
-  private final SQLMetric gpuTiles;
-  private final SQLMetric bytesIn;
-  private final SQLMetric bytesOut;
-  private final SQLMetric reshardBytes;
-  private final SQLMetric gpuBusyTime;
-  private final SQLMetric copyWaitTime;
-  private final SQLMetric hostCopyTime;
-  private final SQLMetric bytesInPlace;
-  private final SQLMetric computeTime;
-  private final SQLMetric reshardTime;
-  private final SQLMetric gpuStage1Time;
-  private final SQLMetric gpuStage2Time;
-  private final SQLMetric gpuStage3Time;
-  private final SQLMetric reshardToChannels;
-  private final SQLMetric reshardToTokens;
 
   private SqlRouteMetrics(SparkContext sc, MetricsLevel level) {
     Kept k = new Kept(sc, level);
-    numOutputRows = k.count(MetricsLevel.ESSENTIAL, NUM_OUTPUT_ROWS, "number of output rows");
-    opTime = k.nanos(MetricsLevel.ESSENTIAL, OP_TIME, "op time (TriMul compute + reshard)");
-    tiles = k.count(MetricsLevel.MODERATE, NUM_TILES, "number of tiles computed");
-    gpuTiles = k.count(MetricsLevel.MODERATE, GPU_TILES, "tiles computed on a GPU");
-    bytesIn = k.bytes(MetricsLevel.MODERATE, BYTES_IN, "pair bytes in");
-    bytesOut = k.bytes(MetricsLevel.MODERATE, BYTES_OUT, "pair bytes out");
-    reshardBytes = k.bytes(MetricsLevel.MODERATE, RESHARD_BYTES, "bytes resharded between ranks");
-    gpuBusyTime = k.nanos(MetricsLevel.MODERATE, GPU_BUSY_TIME, "GPU busy time (feed: scan + layers)");
-    copyWaitTime = k.nanos(MetricsLevel.MODERATE, COPY_WAIT_TIME, "time waiting for pinned blocks, slots, copies");
-    hostCopyTime = k.nanos(MetricsLevel.MODERATE, HOST_COPY_TIME, "time copying input into pinned memory (all threads)");
-    bytesInPlace = k.bytes(MetricsLevel.MODERATE, BYTES_IN_PLACE, "pair bytes uploaded from the pinned row cache (no host copy)");
-    computeTime = k.nanos(MetricsLevel.DEBUG, COMPUTE_TIME, "TriMul compute time");
-    reshardTime = k.nanos(MetricsLevel.DEBUG, RESHARD_TIME, "reshard time");
-    gpuStage1Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE1_TIME, "GPU stage 1 time (LN_in, projections, gates)");
-    gpuStage2Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE2_TIME, "GPU stage 2 time (triangle GEMM)");
-    gpuStage3Time = k.nanos(MetricsLevel.DEBUG, GPU_STAGE3_TIME, "GPU stage 3 time (LN_out, output projection)");
-    reshardToChannels = k.bytes(MetricsLevel.DEBUG, RESHARD_TO_CHANNELS_BYTES, "fused reshard bytes token->channel");
-    reshardToTokens = k.bytes(MetricsLevel.DEBUG, RESHARD_TO_TOKENS_BYTES, "fused reshard bytes channel->token");
+    k.count(MetricsLevel.ESSENTIAL, NUM_OUTPUT_ROWS, "number of output rows");
+    k.nanos(MetricsLevel.ESSENTIAL, OP_TIME, "op time (TriMul compute + reshard)");
+    k.count(MetricsLevel.MODERATE, NUM_TILES, "number of tiles computed");
+    k.count(MetricsLevel.MODERATE, GPU_TILES, "tiles computed on a GPU");
+    k.bytes(MetricsLevel.MODERATE, BYTES_IN, "pair bytes in");
+    k.bytes(MetricsLevel.MODERATE, BYTES_OUT, "pair bytes out");
+    k.bytes(MetricsLevel.MODERATE, RESHARD_BYTES, "bytes resharded between ranks");
+    k.nanos(MetricsLevel.MODERATE, GPU_BUSY_TIME, "GPU busy time (feed: scan + layers)");
+    k.nanos(MetricsLevel.MODERATE, COPY_WAIT_TIME, "time waiting for pinned blocks, slots, copies");
+    k.nanos(MetricsLevel.MODERATE, HOST_COPY_TIME, "time copying input into pinned memory (all threads)");
+    k.bytes(MetricsLevel.MODERATE, BYTES_IN_PLACE, "pair bytes uploaded from the pinned row cache (no host copy)");
+    k.nanos(MetricsLevel.DEBUG, COMPUTE_TIME, "TriMul compute time");
+    k.nanos(MetricsLevel.DEBUG, RESHARD_TIME, "reshard time");
+    k.nanos(MetricsLevel.DEBUG, GPU_STAGE1_TIME, "GPU stage 1 time (LN_in, projections, gates)");
+    k.nanos(MetricsLevel.DEBUG, GPU_STAGE2_TIME, "GPU stage 2 time (triangle GEMM)");
+    k.nanos(MetricsLevel.DEBUG, GPU_STAGE3_TIME, "GPU stage 3 time (LN_out, output projection)");
+    k.bytes(MetricsLevel.DEBUG, RESHARD_TO_CHANNELS_BYTES, "fused reshard bytes token->channel");
+    k.bytes(MetricsLevel.DEBUG, RESHARD_TO_TOKENS_BYTES, "fused reshard bytes channel->token");
     byName = Collections.unmodifiableMap(k.metrics);
   }
 
@@ -104,26 +86,22 @@ final class SqlRouteMetrics implements RouteMetrics {
       this.level = level;
     }
 
-    SQLMetric count(MetricsLevel of, String name, String text) {
-      return keep(of, name, () -> SQLMetrics.createMetric(sc, text));
+    void count(MetricsLevel of, String name, String text) {
+      keep(of, name, () -> SQLMetrics.createMetric(sc, text));
     }
 
-    SQLMetric bytes(MetricsLevel of, String name, String text) {
-      return keep(of, name, () -> SQLMetrics.createSizeMetric(sc, text, SQLMetrics.createSizeMetric$default$3()));
+    void bytes(MetricsLevel of, String name, String text) {
+      keep(of, name, () -> SQLMetrics.createSizeMetric(sc, text, SQLMetrics.createSizeMetric$default$3()));
     }
 
-    SQLMetric nanos(MetricsLevel of, String name, String text) {
-      return keep(of, name,
-          () -> SQLMetrics.createNanoTimingMetric(sc, text, SQLMetrics.createNanoTimingMetric$default$3()));
+    void nanos(MetricsLevel of, String name, String text) {
+      keep(of, name, () -> SQLMetrics.createNanoTimingMetric(sc, text, SQLMetrics.createNanoTimingMetric$default$3()));
     }
 
-    private SQLMetric keep(MetricsLevel of, String name, java.util.function.Supplier<SQLMetric> make) {
-      if (!level.keeps(of)) {
-        return null;
+    private void keep(MetricsLevel of, String name, java.util.function.Supplier<SQLMetric> make) {
+      if (level.keeps(of)) {
+        metrics.put(name, make.get());
       }
-      SQLMetric m = make.get();
-      metrics.put(name, m);
-      return m;
     }
   }
 
@@ -137,7 +115,9 @@ final class SqlRouteMetrics implements RouteMetrics {
     return byName;
   }
 
-  private static void add(SQLMetric metric, long value) {
+  /** Adds {@code value} to the metric {@code name}, if the plan's level keeps it. */
+  private void add(String name, long value) {
+    SQLMetric metric = byName.get(name);
     if (metric != null) {
       metric.add(value);
     }
@@ -145,76 +125,76 @@ final class SqlRouteMetrics implements RouteMetrics {
 
   /** One row left the operator. */
   void outputRow() {
-    add(numOutputRows, 1);
+    add(NUM_OUTPUT_ROWS, 1);
   }
 
   @Override
   public void tiles(long count) {
-    add(tiles, count);
+    add(NUM_TILES, count);
   }
 
   @Override
   public void bytesIn(long bytes) {
-    add(bytesIn, bytes);
+    add(BYTES_IN, bytes);
   }
 
   @Override
   public void bytesOut(long bytes) {
-    add(bytesOut, bytes);
+    add(BYTES_OUT, bytes);
   }
 
   @Override
   public void computeNanos(long nanos) {
-    add(computeTime, nanos);
-    add(opTime, nanos);
+    add(COMPUTE_TIME, nanos);
+    add(OP_TIME, nanos);
   }
 
   @Override
   public void reshardNanos(long nanos) {
-    add(reshardTime, nanos);
-    add(opTime, nanos);
+    add(RESHARD_TIME, nanos);
+    add(OP_TIME, nanos);
   }
 
   @Override
   public void reshardBytes(long bytes) {
-    add(reshardBytes, bytes);
+    add(RESHARD_BYTES, bytes);
   }
 
   @Override
   public void fusedReshardBytes(long toChannels, long toTokens) {
-    add(reshardToChannels, toChannels);
-    add(reshardToTokens, toTokens);
+    add(RESHARD_TO_CHANNELS_BYTES, toChannels);
+    add(RESHARD_TO_TOKENS_BYTES, toTokens);
   }
 
   @Override
   public void gpuBusyNanos(long nanos) {
-    add(gpuBusyTime, nanos);
+    add(GPU_BUSY_TIME, nanos);
   }
 
   @Override
   public void copyWaitNanos(long nanos) {
-    add(copyWaitTime, nanos);
+    add(COPY_WAIT_TIME, nanos);
   }
 
   @Override
   public void hostCopyNanos(long nanos) {
-    add(hostCopyTime, nanos);
+    add(HOST_COPY_TIME, nanos);
   }
 
   @Override
   public void bytesInPlace(long bytes) {
-    add(bytesInPlace, bytes);
+    add(BYTES_IN_PLACE, bytes);
   }
 
   @Override
   public void gpuTiles(long count) {
-    add(gpuTiles, count);
+    add(GPU_TILES, count);
   }
 
   @Override
   public void gpuStageTimes(StageTimes times) {
-    add(gpuStage1Time, times.stage1Nanos());
-    add(gpuStage2Time, times.stage2Nanos());
-    add(gpuStage3Time, times.stage3Nanos());
+    add(GPU_STAGE1_TIME, times.stage1Nanos());
+    add(GPU_STAGE2_TIME, times.stage2Nanos());
+    add(GPU_STAGE3_TIME, times.stage3Nanos());
   }
 }

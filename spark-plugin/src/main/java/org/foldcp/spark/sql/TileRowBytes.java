@@ -5,7 +5,7 @@ import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.unsafe.Platform;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.gpu.HostCopy;
-import org.foldcp.ops.gpu.feed.ComplexIn;
+import org.foldcp.ops.gpu.feed.ComplexBytes;
 import org.foldcp.spark.tiles.PairTiles;
 
 /**
@@ -16,28 +16,24 @@ import org.foldcp.spark.tiles.PairTiles;
  * decoding into values. Any other InternalRow costs one {@code getBinary} copy.
  *
  * <p>Valid only until the row's iterator moves on (Spark reuses row buffers): the feed copies
- * everything before {@code submit} returns, and {@link #mask()} is a copy of its own.
+ * everything before {@code submit} returns, and {@link #mask()} is a copy of its own (the output row
+ * carries the input's mask).
  */
-final class TileRowBytes implements ComplexIn {
+final class TileRowBytes extends ComplexBytes {
   final String complexId;
   final int nTokens;
-  private final int n;
-  private final int dim;
   private final Object pairBase;
   private final long pairOffset;
   private final long pairBytes;
-  private final byte[] mask;
 
   private TileRowBytes(String complexId, int nTokens, int n, int dim, Object pairBase, long pairOffset,
                        long pairBytes, byte[] mask) {
+    super(1, n, dim, mask);
     this.complexId = complexId;
     this.nTokens = nTokens;
-    this.n = n;
-    this.dim = dim;
     this.pairBase = pairBase;
     this.pairOffset = pairOffset;
     this.pairBytes = pairBytes;
-    this.mask = mask;
   }
 
   /**
@@ -88,31 +84,6 @@ final class TileRowBytes implements ComplexIn {
     return new TileRowBytes(id, nTokens, rows, d, base, offset, size, mask);
   }
 
-  @Override
-  public int batch() {
-    return 1;
-  }
-
-  @Override
-  public int n() {
-    return n;
-  }
-
-  @Override
-  public int dim() {
-    return dim;
-  }
-
-  @Override
-  public boolean hasMask() {
-    return mask != null;
-  }
-
-  /** The mask bytes (the output row carries the input's mask), or null when every position is valid. */
-  byte[] mask() {
-    return mask;
-  }
-
   /** The address of the values where the row lies outside the heap (a row of the pinned cache), else 0. */
   @Override
   public long pairAddress() {
@@ -127,6 +98,7 @@ final class TileRowBytes implements ComplexIn {
 
   @Override
   public void copyMask(long offset, long dst, long len) {
+    byte[] mask = mask();
     checkRange(offset, len, mask == null ? 0 : mask.length);
     HostCopy.copy(mask, HostCopy.BYTE_ARRAY_OFFSET + offset, null, dst, len);
   }

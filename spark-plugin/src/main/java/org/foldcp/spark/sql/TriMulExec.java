@@ -37,28 +37,22 @@ import scala.collection.immutable.Seq;
 public final class TriMulExec extends SparkPlan implements UnaryExecNode {
   private static final long serialVersionUID = 1L;
 
-  private final LayerStack stack;
-  private final RoutePlan plan;
-  private final Seq<Attribute> input;
-  private final Seq<Attribute> output;
+  private final TriMulArgs args;
   private final SparkPlan child;
   /** Created on first use on the driver, per node instance, as Spark's own operators do with a lazy val. */
   private transient SqlRouteMetrics routeMetrics;
 
   public TriMulExec(LayerStack stack, RoutePlan plan, Seq<Attribute> input, Seq<Attribute> output, SparkPlan child) {
-    this.stack = Objects.requireNonNull(stack, "stack");
-    this.plan = Objects.requireNonNull(plan, "plan");
-    this.input = Objects.requireNonNull(input, "input");
-    this.output = Objects.requireNonNull(output, "output");
+    this.args = new TriMulArgs(stack, plan, input, output);
     this.child = Objects.requireNonNull(child, "child");
   }
 
   public LayerStack stack() {
-    return stack;
+    return args.stack;
   }
 
   public RoutePlan plan() {
-    return plan;
+    return args.plan;
   }
 
   @Override
@@ -73,7 +67,7 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
 
   @Override
   public Seq<Attribute> output() {
-    return output;
+    return args.output;
   }
 
   @Override
@@ -83,7 +77,7 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
 
   private synchronized SqlRouteMetrics routeMetrics() {
     if (routeMetrics == null) {
-      routeMetrics = SqlRouteMetrics.create(sparkContext(), plan.metricsLevel);
+      routeMetrics = SqlRouteMetrics.create(sparkContext(), args.plan.metricsLevel);
     }
     return routeMetrics;
   }
@@ -91,6 +85,8 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
   @Override
   public RDD<InternalRow> doExecute() {
     SqlRouteMetrics metrics = routeMetrics();
+    LayerStack stack = args.stack;
+    RoutePlan plan = args.plan;
     if (plan.kind == RoutePlan.Kind.SINGLE) {
       return singleRank(child.execute(), ordinals(), SharedStack.of(sparkContext(), stack), plan, metrics);
     }
@@ -106,7 +102,7 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
 
   /** Where each field of PairTiles.SCHEMA sits in the child's rows, found by expression id. */
   private int[] ordinals() {
-    List<Attribute> in = Scala.list(input);
+    List<Attribute> in = Scala.list(args.input);
     List<Attribute> childOut = Scala.list(child.output());
     int[] ordinals = new int[in.size()];
     for (int f = 0; f < ordinals.length; f++) {
@@ -208,7 +204,7 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
 
   @Override
   public TriMulExec withNewChildInternal(SparkPlan newChild) {
-    return new TriMulExec(stack, plan, input, output, newChild);
+    return new TriMulExec(args.stack, args.plan, args.input, args.output, newChild);
   }
 
   @Override
@@ -223,12 +219,12 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
 
   @Override
   public String simpleString(int maxFields) {
-    return TriMulText.simple(plan, stack);
+    return args.simpleString();
   }
 
   @Override
   public String verboseString(int maxFields) {
-    return TriMulText.verbose(plan, stack);
+    return args.verboseString();
   }
 
   /**
@@ -237,25 +233,18 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
    */
   @Override
   public String verboseStringWithOperatorId() {
-    return TriMulText.formatted(formattedNodeName(), ExplainUtils.generateFieldString("Input", child.output()), plan,
-        stack);
+    return TriMulText.formatted(formattedNodeName(), ExplainUtils.generateFieldString("Input", child.output()),
+        args.plan, args.stack);
   }
 
   @Override
   public int productArity() {
-    return 5;
+    return TriMulArgs.ARITY;
   }
 
   @Override
   public Object productElement(int n) {
-    switch (n) {
-      case 0: return stack;
-      case 1: return plan;
-      case 2: return input;
-      case 3: return output;
-      case 4: return child;
-      default: throw new IndexOutOfBoundsException(String.valueOf(n));
-    }
+    return args.element(n, child);
   }
 
   @Override
@@ -263,17 +252,9 @@ public final class TriMulExec extends SparkPlan implements UnaryExecNode {
     return that instanceof TriMulExec;
   }
 
-  /** Case-class equality over the product elements; see {@link TriMulNode#equals}. */
+  /** Case-class equality over the product elements ({@link TriMulArgs#sameAs}). */
   @Override
   public boolean equals(Object o) {
-    if (this == o) {
-      return true;
-    }
-    if (!(o instanceof TriMulExec)) {
-      return false;
-    }
-    TriMulExec t = (TriMulExec) o;
-    return stack == t.stack && plan == t.plan && input.equals(t.input) && output.equals(t.output)
-        && child.equals(t.child);
+    return this == o || o instanceof TriMulExec t && args.sameAs(t.args) && child.equals(t.child);
   }
 }

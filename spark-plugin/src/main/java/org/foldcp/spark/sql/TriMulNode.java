@@ -25,17 +25,11 @@ import scala.collection.immutable.Seq;
 public final class TriMulNode extends LogicalPlan implements UnaryNode {
   private static final long serialVersionUID = 1L;
 
-  private final LayerStack stack;
-  private final RoutePlan plan;
-  private final Seq<Attribute> input;
-  private final Seq<Attribute> output;
+  private final TriMulArgs args;
   private final LogicalPlan child;
 
   public TriMulNode(LayerStack stack, RoutePlan plan, Seq<Attribute> input, Seq<Attribute> output, LogicalPlan child) {
-    this.stack = Objects.requireNonNull(stack, "stack");
-    this.plan = Objects.requireNonNull(plan, "plan");
-    this.input = Objects.requireNonNull(input, "input");
-    this.output = Objects.requireNonNull(output, "output");
+    this.args = new TriMulArgs(stack, plan, input, output);
     this.child = Objects.requireNonNull(child, "child");
   }
 
@@ -47,15 +41,15 @@ public final class TriMulNode extends LogicalPlan implements UnaryNode {
   }
 
   public LayerStack stack() {
-    return stack;
+    return args.stack;
   }
 
   public RoutePlan plan() {
-    return plan;
+    return args.plan;
   }
 
   public Seq<Attribute> input() {
-    return input;
+    return args.input;
   }
 
   @Override
@@ -70,18 +64,18 @@ public final class TriMulNode extends LogicalPlan implements UnaryNode {
 
   @Override
   public Seq<Attribute> output() {
-    return output;
+    return args.output;
   }
 
   /** The output columns are made here, not taken from the child. */
   @Override
   public AttributeSet producedAttributes() {
-    return Scala.attributeSet(output);
+    return Scala.attributeSet(args.output);
   }
 
   @Override
   public TriMulNode withNewChildInternal(LogicalPlan newChild) {
-    return new TriMulNode(stack, plan, input, output, newChild);
+    return new TriMulNode(args.stack, args.plan, args.input, args.output, newChild);
   }
 
   @Override
@@ -96,29 +90,22 @@ public final class TriMulNode extends LogicalPlan implements UnaryNode {
 
   @Override
   public String simpleString(int maxFields) {
-    return TriMulText.simple(plan, stack);
+    return args.simpleString();
   }
 
   @Override
   public String verboseString(int maxFields) {
-    return TriMulText.verbose(plan, stack);
+    return args.verboseString();
   }
 
   @Override
   public int productArity() {
-    return 5;
+    return TriMulArgs.ARITY;
   }
 
   @Override
   public Object productElement(int n) {
-    switch (n) {
-      case 0: return stack;
-      case 1: return plan;
-      case 2: return input;
-      case 3: return output;
-      case 4: return child;
-      default: throw new IndexOutOfBoundsException(String.valueOf(n));
-    }
+    return args.element(n, child);
   }
 
   @Override
@@ -126,23 +113,9 @@ public final class TriMulNode extends LogicalPlan implements UnaryNode {
     return that instanceof TriMulNode;
   }
 
-  /**
-   * Case-class equality, as Catalyst expects of plan nodes (rules compare plans to see whether
-   * they changed anything; the cache manager compares canonical plans). The stack and the route
-   * plan compare by identity, having no value equality of their own; copies of a node share
-   * those instances, so a node still equals its copies. TreeNode's hashCode hashes the same
-   * product elements, so it agrees.
-   */
+  /** Case-class equality over the product elements ({@link TriMulArgs#sameAs}). */
   @Override
   public boolean equals(Object o) {
-    if (this == o) {
-      return true;
-    }
-    if (!(o instanceof TriMulNode)) {
-      return false;
-    }
-    TriMulNode t = (TriMulNode) o;
-    return stack == t.stack && plan == t.plan && input.equals(t.input) && output.equals(t.output)
-        && child.equals(t.child);
+    return this == o || o instanceof TriMulNode t && args.sameAs(t.args) && child.equals(t.child);
   }
 }

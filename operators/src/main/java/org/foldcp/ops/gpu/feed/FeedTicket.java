@@ -51,25 +51,16 @@ public final class FeedTicket {
     requireUndrained();
     done = true;
     try {
-      feed.device().makeCurrent();
-      slot.computed.makeWait(slot.down);
-      if (!allowNonFinite) {
-        slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
-      }
+      downloadAfterCompute();
       long[] gpu = {-1};
       PinnedTransfers.Copied copied = feed.transfers().download(slot.x(), bytes, slot.down, (offset, src, len) -> {
         if (gpu[0] < 0) {
           // the complex's kernels ran before this block's copy: their time and the scan are readable
-          gpu[0] = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
-          if (!allowNonFinite) {
-            throwIfNonFinite();
-          }
+          gpu[0] = computedNanos();
         }
         out.copyPair(offset, src, len);
       });
-      long waited = copied.waitNanos() + submitWaitNanos;
-      feed.drained(gpu[0], waited, bytes);
-      return new Drained(gpu[0], waited, copyNanos, bytes);
+      return drained(gpu[0], copied.waitNanos());
     } finally {
       feed.settle(slot);
     }
@@ -92,21 +83,12 @@ public final class FeedTicket {
     }
     done = true;
     try {
-      feed.device().makeCurrent();
-      slot.computed.makeWait(slot.down);
-      if (!allowNonFinite) {
-        slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
-      }
+      downloadAfterCompute();
       run.downloadFrom(slot.x(), at, bytes, slot.down);
       long t0 = System.nanoTime();
       slot.down.synchronize();
-      long waited = System.nanoTime() - t0 + submitWaitNanos;
-      long gpu = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
-      if (!allowNonFinite) {
-        throwIfNonFinite();
-      }
-      feed.drained(gpu, waited, bytes);
-      return new Drained(gpu, waited, copyNanos, bytes);
+      long waited = System.nanoTime() - t0;
+      return drained(computedNanos(), waited);
     } finally {
       feed.settle(slot);
     }
@@ -126,8 +108,35 @@ public final class FeedTicket {
     }
   }
 
-  private void throwIfNonFinite() {
-    ScanResult.throwIfFound(slot.resultHost.buffer(), n, n, dim, what);
+  /**
+   * Makes the slot's download stream wait for the complex's kernels and, unless non-finite input
+   * is allowed, queues the copy of the scan's result on it ahead of the output.
+   */
+  private void downloadAfterCompute() {
+    feed.device().makeCurrent();
+    slot.computed.makeWait(slot.down);
+    if (!allowNonFinite) {
+      slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
+    }
+  }
+
+  /**
+   * GPU nanoseconds of the complex's scan and layers, read once they ran (and the scan's result
+   * with them); throws when the input held NaN or Inf, unless that is allowed.
+   */
+  private long computedNanos() {
+    long gpu = Math.round(slot.computed.millisSince(slot.computeStart) * 1e6);
+    if (!allowNonFinite) {
+      ScanResult.throwIfFound(slot.resultHost.buffer(), n, n, dim, what);
+    }
+    return gpu;
+  }
+
+  /** Reports the drain to the feed, with {@code downloadWaitNanos} plus the wait at submit. */
+  private Drained drained(long gpuNanos, long downloadWaitNanos) {
+    long waited = downloadWaitNanos + submitWaitNanos;
+    feed.drained(gpuNanos, waited, bytes);
+    return new Drained(gpuNanos, waited, copyNanos, bytes);
   }
 
   /**

@@ -11,23 +11,16 @@ import org.foldcp.ops.tensor.PairTensor;
  * feed reads and writes without decoding: for callers that have their data as bytes (a file's,
  * a benchmark's), and for checking the feed against the tensor API.
  */
-public final class HeapComplex implements ComplexIn {
-  private final int batch;
-  private final int n;
-  private final int dim;
+public final class HeapComplex extends ComplexBytes {
   private final byte[] pair;
-  private final byte[] mask;
 
   /**
    * @param pair 2 B N^2 D bytes of bf16 values, [B][N][N][D] little-endian
    * @param mask B N^2 bytes of uint8 (nonzero = valid), or null for all valid
    */
   public HeapComplex(int batch, int n, int dim, byte[] pair, byte[] mask) {
-    this.batch = batch;
-    this.n = n;
-    this.dim = dim;
+    super(batch, n, dim, mask);
     this.pair = pair;
-    this.mask = mask;
     InvalidInputException.require(pair.length == pairBytes(), "pair bytes", pair.length,
         "must be 2 * B * N * N * D = " + pairBytes());
     InvalidInputException.require(mask == null || mask.length == maskBytes(), "mask bytes",
@@ -57,6 +50,10 @@ public final class HeapComplex implements ComplexIn {
 
   /** Bytes of bf16 values (as the feed hands them over) back into a tensor of this complex's shape and mask. */
   public PairTensor tensorOf(byte[] values) {
+    int batch = batch();
+    int n = n();
+    int dim = dim();
+    byte[] mask = mask();
     PairTensor y = PairTensor.zeros(batch, n, dim);
     ByteBuffer buf = ByteBuffer.wrap(values).order(ByteOrder.LITTLE_ENDIAN);
     for (int bb = 0; bb < batch; bb++) {
@@ -84,31 +81,6 @@ public final class HeapComplex implements ComplexIn {
     return pair;
   }
 
-  /** The uint8 mask (the array itself), or null when every position is valid. */
-  public byte[] mask() {
-    return mask;
-  }
-
-  @Override
-  public int batch() {
-    return batch;
-  }
-
-  @Override
-  public int n() {
-    return n;
-  }
-
-  @Override
-  public int dim() {
-    return dim;
-  }
-
-  @Override
-  public boolean hasMask() {
-    return mask != null;
-  }
-
   @Override
   public void copyPair(long offset, long dst, long len) {
     HostCopy.toAddress(pair, Math.toIntExact(offset), dst, len);
@@ -116,6 +88,6 @@ public final class HeapComplex implements ComplexIn {
 
   @Override
   public void copyMask(long offset, long dst, long len) {
-    HostCopy.toAddress(mask, Math.toIntExact(offset), dst, len);
+    HostCopy.toAddress(mask(), Math.toIntExact(offset), dst, len);
   }
 }
