@@ -3,9 +3,7 @@ package org.foldcp.spark.config;
 import java.io.InvalidObjectException;
 import java.io.ObjectInputStream;
 import java.io.Serializable;
-import java.util.ArrayList;
 import java.util.Collections;
-import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -14,7 +12,6 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.stream.Collectors;
 import org.apache.spark.SparkConf;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
@@ -28,14 +25,16 @@ import scala.Tuple2;
  * defaults and meaning ({@link #KEYS}, rendered into README.md by {@link #markdownTable()}), and
  * a validated, typed view of one configuration.
  *
- * <p>Each key is declared once, as a {@link ConfKey} constant made by {@code register}, which
- * carries its name, accepted values, default, meaning and parser and adds it to {@link #KEYS}; a
- * configuration's value of a key is read with {@link #get(ConfKey)}, e.g. {@code
- * conf.get(FoldCpConf.ROUTE)}. The few getters here compute something from the keys.
+ * <p>Each key is declared once, as a {@link ConfKey} constant built by {@code conf(name)} (see
+ * {@link ConfBuilder}): its doc, its type and rule, and its default, which registers it in {@link
+ * #KEYS}. The README table, the validation, the unknown-key check and {@link #get(ConfKey)} (e.g.
+ * {@code conf.get(FoldCpConf.ROUTE)}) all read that one list. The few getters here compute
+ * something from the keys.
  *
  * <p>A FoldCpConf that exists is valid: construction parses every key, rejects keys under
  * {@code spark.foldcp.} that are not listed here (a typo must not silently fall back to a
- * default), and checks the keys against each other. Errors name the key, the value and the rule.
+ * default), and checks the keys against each other ({@link CrossKeyRules}). Errors name the key,
+ * the value and the rule.
  */
 public final class FoldCpConf implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -43,12 +42,11 @@ public final class FoldCpConf implements Serializable {
   /** The namespace of every fold-cp key. */
   public static final String PREFIX = "spark.foldcp.";
 
-  // Filled by register() as each key constant is initialised, so no key can be left out of them.
-  private static final List<ConfKey<?>> REGISTERED = new ArrayList<>();
-  private static final Map<String, ConfKey<?>> BY_NAME = new LinkedHashMap<>();
+  // Declared before the keys: each key registers itself here as its constant is initialised.
+  private static final ConfRegistry REGISTRY = new ConfRegistry(PREFIX, "fold-cp");
 
   /** Every key, in declaration order: the order of the README table and of {@link #asMap()}. */
-  public static final List<ConfKey<?>> KEYS = Collections.unmodifiableList(REGISTERED);
+  public static final List<ConfKey<?>> KEYS = REGISTRY.keys();
 
   /** How TriMul layers run over a DataFrame of complexes. */
   public enum Route {
@@ -88,188 +86,159 @@ public final class FoldCpConf implements Serializable {
     }
   }
 
-  public static final ConfKey<Route> ROUTE = register("route",
-      "one of auto, cpu, gpu, barrier, shuffle", "auto",
-      "How TriMul layers run: auto picks from cp and the executors' GPUs, cpu forces the CPU backend,"
+  public static final ConfKey<Route> ROUTE = conf("spark.foldcp.route")
+      .doc("How TriMul layers run: auto picks from cp and the executors' GPUs, cpu forces the CPU backend,"
           + " gpu the GPU backend (with cp > 1 a barrier team of GPU ranks), barrier a CP team of cp executors"
           + " in a barrier stage (CPU or GPU ranks: see spark.foldcp.cp.transport), shuffle a CP reshard"
-          + " through Spark shuffles.",
-      ValueParsers.anyCaseEnum(Route.class));
+          + " through Spark shuffles.")
+      .enumConf(Route.class).createWithDefault("auto");
 
-  public static final ConfKey<Integer> CP = register("cp",
-      "auto or an integer >= 1", "1",
-      "Context-parallel ranks per complex (executors that hold one pair tensor together);"
+  public static final ConfKey<Integer> CP = conf("spark.foldcp.cp")
+      .doc("Context-parallel ranks per complex (executors that hold one pair tensor together);"
           + " D must be divisible by cp. auto: each complex its own cp from the cost model (docs/cost-model.md):"
           + " the smallest of spark.foldcp.cp.auto.candidates whose share fits spark.foldcp.cp.auto.memoryPerRank and"
-          + " meets spark.foldcp.cp.auto.targetSeconds; the complexes of each cp run together in one job.",
-      ValueParsers.autoOrIntAtLeast(1));
+          + " meets spark.foldcp.cp.auto.targetSeconds; the complexes of each cp run together in one job.")
+      .intConf().atLeast("1").or("auto", 0).createWithDefault("1");
 
-  public static final ConfKey<int[]> CP_AUTO_CANDIDATES = register("cp.auto.candidates",
-      "a comma-separated ascending list of integers >= 1 starting at 1", "1,2,4,8",
-      "The cp values spark.foldcp.cp = auto may give a complex (a value that does not divide D is skipped).",
-      ValueParsers.ascendingIntsFromOne());
+  public static final ConfKey<int[]> CP_AUTO_CANDIDATES = conf("spark.foldcp.cp.auto.candidates")
+      .doc("The cp values spark.foldcp.cp = auto may give a complex (a value that does not divide D is skipped).")
+      .parsedBy("a comma-separated ascending list of integers >= 1 starting at 1",
+          ValueParsers::ascendingIntsFromOne).createWithDefault("1,2,4,8");
 
-  public static final ConfKey<Long> CP_AUTO_MEMORY_PER_RANK = register("cp.auto.memoryPerRank",
-      "a byte count >= 1m with an optional suffix k, m, g, t (powers of 1024)", "120g",
-      "Device memory one rank may use for a layer's buffers when spark.foldcp.cp = auto picks cp (the model counts"
-          + " 10 B N^2 D / cp bytes: x, the output, a, b, z); the default leaves an H200's 141 GB some room.",
-      ValueParsers.byteSizeAtLeast(1L << 20));
+  public static final ConfKey<Long> CP_AUTO_MEMORY_PER_RANK = conf("spark.foldcp.cp.auto.memoryPerRank")
+      .doc("Device memory one rank may use for a layer's buffers when spark.foldcp.cp = auto picks cp (the model counts"
+          + " 10 B N^2 D / cp bytes: x, the output, a, b, z); the default leaves an H200's 141 GB some room.")
+      .bytesConf().atLeast("1m").createWithDefault("120g");
 
-  public static final ConfKey<Double> CP_AUTO_TARGET_SECONDS = register("cp.auto.targetSeconds",
-      "none or a number of seconds > 0", "none",
-      "The time one complex's stack may take when spark.foldcp.cp = auto picks cp, as the cost model predicts it"
+  public static final ConfKey<Double> CP_AUTO_TARGET_SECONDS = conf("spark.foldcp.cp.auto.targetSeconds")
+      .doc("The time one complex's stack may take when spark.foldcp.cp = auto picks cp, as the cost model predicts it"
           + " from an H200's measured rates (docs/cost-model.md); a larger cp is taken where a smaller one misses it."
-          + " none: memory alone decides.",
-      ValueParsers.noneOrPositiveSeconds());
+          + " none: memory alone decides.")
+      .secondsConf().above("0").or("none", Double.POSITIVE_INFINITY).createWithDefault("none");
 
-  public static final ConfKey<Integer> CP_TEAMS = register("cp.teams",
-      "auto or an integer >= 1", "1",
-      "CP teams one barrier stage forms (route barrier): the stage runs teams x cp tasks, each team of cp"
+  public static final ConfKey<Integer> CP_TEAMS = conf("spark.foldcp.cp.teams")
+      .doc("CP teams one barrier stage forms (route barrier): the stage runs teams x cp tasks, each team of cp"
           + " ranks its own complexes, the complexes spread over the teams by their FLOPs; a TCP mesh per team"
           + " (transport tcp) or an NVSHMEM world per team (transport nvshmem); auto: as many teams as the task"
-          + " slots hold when the stage starts (slots / cp).",
-      ValueParsers.autoOrIntAtLeast(1));
+          + " slots hold when the stage starts (slots / cp).")
+      .intConf().atLeast("1").or("auto", 0).createWithDefault("1");
 
-  public static final ConfKey<Optional<CpGrid>> GRID = register("grid",
-      "empty or cp0xcp1 with cp0, cp1 >= 1, e.g. 2x2 (a bare n means nx1)", "",
-      "Shape of the CP grid, cp0 row groups by cp1 column groups, with cp0 * cp1 = cp;"
-          + " empty means 1-D (cp row bands, cp x 1).",
-      FoldCpConf::parseGrid);
+  public static final ConfKey<Optional<CpGrid>> GRID = conf("spark.foldcp.grid")
+      .doc("Shape of the CP grid, cp0 row groups by cp1 column groups, with cp0 * cp1 = cp;"
+          + " empty means 1-D (cp row bands, cp x 1).")
+      .parsedBy("cp0xcp1 with cp0, cp1 >= 1, e.g. 2x2 (a bare n means nx1)",
+          setting -> Optional.of(CpGrid.parse(setting))).orEmpty(Optional.empty()).createWithDefault("");
 
-  public static final ConfKey<Integer> CPU_THREADS = register("cpu.threads",
-      "an integer >= 0", "0",
-      "Threads a task uses on the CPU backend; 0 means spark.task.cpus.",
-      ValueParsers.intAtLeast(0));
+  public static final ConfKey<Integer> CPU_THREADS = conf("spark.foldcp.cpu.threads")
+      .doc("Threads a task uses on the CPU backend; 0 means spark.task.cpus.")
+      .intConf().atLeast("0").createWithDefault("0");
 
-  public static final ConfKey<Integer> BARRIER_TIMEOUT_SECONDS = register("barrier.timeoutSeconds",
-      "an integer >= 1", "300",
-      "Seconds a barrier-stage rank waits for its peers (team formation, allGather) before it fails"
-          + " the stage instead of hanging.",
-      ValueParsers.intAtLeast(1));
+  public static final ConfKey<Integer> BARRIER_TIMEOUT_SECONDS = conf("spark.foldcp.barrier.timeoutSeconds")
+      .doc("Seconds a barrier-stage rank waits for its peers (team formation, allGather) before it fails"
+          + " the stage instead of hanging.")
+      .intConf().atLeast("1").createWithDefault("300");
 
-  public static final ConfKey<Integer> CONNECT_TIMEOUT_MS = register("transport.connectTimeoutMs",
-      "an integer >= 1", "30000",
-      "Milliseconds a rank waits to connect to a peer executor before it fails.",
-      ValueParsers.intAtLeast(1));
+  public static final ConfKey<Integer> CONNECT_TIMEOUT_MS = conf("spark.foldcp.transport.connectTimeoutMs")
+      .doc("Milliseconds a rank waits to connect to a peer executor before it fails.")
+      .intConf().atLeast("1").createWithDefault("30000");
 
-  public static final ConfKey<Boolean> GPU_ENABLED = register("gpu.enabled",
-      "true or false", "true",
-      "Whether executors use the GPU Spark assigned them; false keeps every task on the CPU"
-          + " (and makes route gpu an error).",
-      ValueParsers.bool());
+  public static final ConfKey<Boolean> GPU_ENABLED = conf("spark.foldcp.gpu.enabled")
+      .doc("Whether executors use the GPU Spark assigned them; false keeps every task on the CPU"
+          + " (and makes route gpu an error).")
+      .booleanConf().createWithDefault("true");
 
-  public static final ConfKey<Integer> GPU_CONCURRENT_TASKS = register("gpu.concurrentTasks",
-      "an integer >= 1", "1",
-      "Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context, layer"
+  public static final ConfKey<Integer> GPU_CONCURRENT_TASKS = conf("spark.foldcp.gpu.concurrentTasks")
+      .doc("Tasks of one executor that may use its GPU at once: they borrow the executor's one CUDA context, layer"
           + " cache and GPU feed (pinned pool, streams, device slots), and further tasks wait (fair, in arrival order)"
           + " holding nothing on the device. On the cp = 1 route each task keeps up to 3 of its complexes in the feed"
           + " (their bytes copied by the feed's copy threads), so enough tasks to keep the device slots full (the job"
-          + " benchmark's 16 on a 16-core host) is the setting to try.",
-      ValueParsers.intAtLeast(1));
+          + " benchmark's 16 on a 16-core host) is the setting to try.")
+      .intConf().atLeast("1").createWithDefault("1");
 
-  public static final ConfKey<Long> GPU_PINNED_POOL_BYTES = register("gpu.pinnedPoolBytes",
-      "a byte count >= 32m with an optional suffix k, m, g, t (powers of 1024), e.g. 2g", "1g",
-      "Pinned (page-locked) host memory each executor allocates once for its GPU, in blocks of 16 MiB: every byte"
+  public static final ConfKey<Long> GPU_PINNED_POOL_BYTES = conf("spark.foldcp.gpu.pinnedPoolBytes")
+      .doc("Pinned (page-locked) host memory each executor allocates once for its GPU, in blocks of 16 MiB: every byte"
           + " of a complex moves between Spark's rows and the GPU through it with bulk copies, the uploads, kernels and"
           + " downloads of different complexes overlapped. An output row is laid out in the pool where a span of it"
           + " is free, so that the download writes the values where Spark reads them (no host copy); each task in"
           + " flight holds one such row, so a pool of about (concurrent tasks) x (largest complex + 64 MiB) lets every"
           + " output skip the copy. A CP rank on the GPU moves its tile in and out through the same pool. Fixed for the"
-          + " executor's life; a complex or tile larger than the pool streams through it.",
-      ValueParsers.byteSizeAtLeast(32L << 20));
+          + " executor's life; a complex or tile larger than the pool streams through it.")
+      .bytesConf().atLeast("32m").example("2g").createWithDefault("1g");
 
-  public static final ConfKey<Integer> GPU_DEVICE_SLOTS = register("gpu.deviceSlots",
-      "an integer >= 2", "4",
-      "Complexes an executor's GPU holds at once between upload and download (each slot grows to the largest complex"
+  public static final ConfKey<Integer> GPU_DEVICE_SLOTS = conf("spark.foldcp.gpu.deviceSlots")
+      .doc("Complexes an executor's GPU holds at once between upload and download (each slot grows to the largest complex"
           + " it held): at least 3 keep an upload, the kernels and a download busy together; more let several tasks"
           + " feed the GPU. A complex whose slots and workspace would not fit in device memory runs on its own,"
-          + " in channel groups where needed.",
-      ValueParsers.intAtLeast(2));
+          + " in channel groups where needed.")
+      .intConf().atLeast("2").createWithDefault("4");
 
-  public static final ConfKey<Integer> GPU_COPY_THREADS = register("gpu.copyThreads",
-      "an integer in [1, 256]", "8",
-      "Threads of each executor that copy complexes (and CP ranks' tiles) from Spark's rows into the pinned pool,"
+  public static final ConfKey<Integer> GPU_COPY_THREADS = conf("spark.foldcp.gpu.copyThreads")
+      .doc("Threads of each executor that copy complexes (and CP ranks' tiles) from Spark's rows into the pinned pool,"
           + " 16 MiB blocks in the order the complexes came, each block uploaded as soon as it is copied: one complex's"
           + " copy runs on all of them, so the first complex reaches the GPU soonest. About half the host's cores (8"
-          + " threads copied 49-57 GB/s on a 16-core H200 host).",
-      ValueParsers.intIn(1, 256));
+          + " threads copied 49-57 GB/s on a 16-core H200 host).")
+      .intConf().in("1", "256").createWithDefault("8");
 
-  public static final ConfKey<Long> GPU_PINNED_CACHE_BYTES = register("gpu.pinnedCacheBytes",
-      "a byte count >= 0 with an optional suffix k, m, g, t (powers of 1024), e.g. 16g", "8g",
-      "Pinned host memory that rows cached with spark.sql.cache.serializer=" + "org.foldcp.spark.sql.RowCachedBatchSerializer"
+  public static final ConfKey<Long> GPU_PINNED_CACHE_BYTES = conf("spark.foldcp.gpu.pinnedCacheBytes")
+      .doc("Pinned host memory that rows cached with spark.sql.cache.serializer=" + "org.foldcp.spark.sql.RowCachedBatchSerializer"
           + " may take on an executor whose tasks compute on a GPU: a cached complex lies where the GPU's DMA engines"
           + " read it, so every later pass uploads it with no host copy. Allocated row by row as the cache fills,"
           + " nothing before; rows beyond it stay on the Java heap (and are copied through the pinned pool); the"
           + " memory of a dropped cache returns at the JVM's next collection, and all of it when the executor's GPU"
-          + " closes. 0 keeps every cached row on the heap.",
-      ValueParsers.byteSizeAtLeast(0));
+          + " closes. 0 keeps every cached row on the heap.")
+      .bytesConf().atLeast("0").example("16g").createWithDefault("8g");
 
-  public static final ConfKey<Transport> CP_TRANSPORT = register("cp.transport",
-      "one of auto, tcp, nvshmem", "auto",
-      "How the cp ranks of the barrier route exchange the reshards: tcp runs the ranks on the CPU over a TCP"
+  public static final ConfKey<Transport> CP_TRANSPORT = conf("spark.foldcp.cp.transport")
+      .doc("How the cp ranks of the barrier route exchange the reshards: tcp runs the ranks on the CPU over a TCP"
           + " mesh; nvshmem runs them on their executors' GPUs as one NVSHMEM team, the reshards fused into the"
           + " kernels' stores (one executor per GPU, one rank per executor); auto picks nvshmem when the ranks"
-          + " have GPUs (route gpu, or executors given a GPU resource, outside local mode) and tcp otherwise.",
-      ValueParsers.anyCaseEnum(Transport.class));
+          + " have GPUs (route gpu, or executors given a GPU resource, outside local mode) and tcp otherwise.")
+      .enumConf(Transport.class).createWithDefault("auto");
 
-  public static final ConfKey<String> NVSHMEM_HOME = register("nvshmem.home",
-      "empty or an absolute path", "",
-      "Folder on the executors holding NVSHMEM's lib/libnvshmem_host.so.3 (NVSHMEM 3, CUDA 13); empty searches"
-          + " NVSHMEM_HOME, the pip wheel nvidia-nvshmem-cu13 and java.library.path.",
-      ValueParsers.emptyOrAbsolutePath());
+  public static final ConfKey<String> NVSHMEM_HOME = conf("spark.foldcp.nvshmem.home")
+      .doc("Folder on the executors holding NVSHMEM's lib/libnvshmem_host.so.3 (NVSHMEM 3, CUDA 13); empty searches"
+          + " NVSHMEM_HOME, the pip wheel nvidia-nvshmem-cu13 and java.library.path.")
+      .absolutePathConf().orEmpty("").createWithDefault("");
 
-  public static final ConfKey<Long> NVSHMEM_HEAP_BYTES = register("nvshmem.heapBytes",
-      "a byte count >= 64m with an optional suffix k, m, g, t (powers of 1024), e.g. 16g", "16g",
-      "NVSHMEM symmetric heap each GPU rank reserves when its team forms, fixed for the executor's life;"
-          + " a stack whose buffers do not fit fails naming the bytes it needs.",
-      ValueParsers.byteSizeAtLeast(64L << 20));
+  public static final ConfKey<Long> NVSHMEM_HEAP_BYTES = conf("spark.foldcp.nvshmem.heapBytes")
+      .doc("NVSHMEM symmetric heap each GPU rank reserves when its team forms, fixed for the executor's life;"
+          + " a stack whose buffers do not fit fails naming the bytes it needs.")
+      .bytesConf().atLeast("64m").example("16g").createWithDefault("16g");
 
-  public static final ConfKey<StoreRoute> NVSHMEM_STORE_ROUTE = register("nvshmem.storeRoute",
-      "one of auto, peer, put", "auto",
-      "How the fused reshards reach the other GPU ranks: peer stores through NVSHMEM peer pointers (NVLink"
+  public static final ConfKey<StoreRoute> NVSHMEM_STORE_ROUTE = conf("spark.foldcp.nvshmem.storeRoute")
+      .doc("How the fused reshards reach the other GPU ranks: peer stores through NVSHMEM peer pointers (NVLink"
           + " within a node, or ranks sharing a GPU), put through device-initiated puts (ranks on other nodes);"
           + " auto takes peer when every rank reaches every other by pointer, else put. Decided once per stack,"
-          + " the same on every rank.",
-      ValueParsers.anyCaseEnum(StoreRoute.class));
+          + " the same on every rank.")
+      .enumConf(StoreRoute.class).createWithDefault("auto");
 
-  public static final ConfKey<Reshard> NVSHMEM_RESHARD = register("nvshmem.reshard",
-      "one of fused, unfused", "fused",
-      "How the GPU team's two reshards run: fused into the GEMM epilogues' stores, or unfused (the kernels store"
+  public static final ConfKey<Reshard> NVSHMEM_RESHARD = conf("spark.foldcp.nvshmem.reshard")
+      .doc("How the GPU team's two reshards run: fused into the GEMM epilogues' stores, or unfused (the kernels store"
           + " locally, then a separate all-to-all moves the data: the reference that shows what fusion buys;"
-          + " the outputs are the same bits). Decided once per stack, the same on every rank.",
-      ValueParsers.anyCaseEnum(Reshard.class));
+          + " the outputs are the same bits). Decided once per stack, the same on every rank.")
+      .enumConf(Reshard.class).createWithDefault("fused");
 
-  public static final ConfKey<Integer> WEIGHTS_CACHE_ENTRIES = register("weights.cacheEntries",
-      "an integer >= 0", "8",
-      "Decoded layer weights an executor keeps for reuse by later tasks; 0 disables the cache.",
-      ValueParsers.intAtLeast(0));
+  public static final ConfKey<Integer> WEIGHTS_CACHE_ENTRIES = conf("spark.foldcp.weights.cacheEntries")
+      .doc("Decoded layer weights an executor keeps for reuse by later tasks; 0 disables the cache.")
+      .intConf().atLeast("0").createWithDefault("8");
 
-  public static final ConfKey<Boolean> INPUT_ALLOW_NON_FINITE = register("input.allowNonFinite",
-      "true or false", "false",
-      "Whether pair tensors holding NaN or Inf may go through TriMul. false (the default) fails the job where the"
+  public static final ConfKey<Boolean> INPUT_ALLOW_NON_FINITE = conf("spark.foldcp.input.allowNonFinite")
+      .doc("Whether pair tensors holding NaN or Inf may go through TriMul. false (the default) fails the job where the"
           + " data enters (every route and foldcp_trimul), naming the complex, the first (b, i, j, c) and the count,"
-          + " since one such value spreads into almost every output; true skips the check (outputs may be NaN).",
-      ValueParsers.bool());
+          + " since one such value spreads into almost every output; true skips the check (outputs may be NaN).")
+      .booleanConf().createWithDefault("false");
 
-  public static final ConfKey<MetricsLevel> METRICS_LEVEL = register("metrics.level",
-      "one of essential, moderate, debug", "essential",
-      "SQL metrics of the TriMul operator (Spark UI, explain(\"cost\")): essential keeps Spark's numOutputRows and"
+  public static final ConfKey<MetricsLevel> METRICS_LEVEL = conf("spark.foldcp.metrics.level")
+      .doc("SQL metrics of the TriMul operator (Spark UI, explain(\"cost\")): essential keeps Spark's numOutputRows and"
           + " opTime (compute plus reshard time); moderate adds tiles computed, tiles on a GPU, the pair and reshard"
           + " bytes moved and, on the cp = 1 route's GPU feed, the GPU busy time and the time tasks waited for pinned"
           + " blocks, device slots and copies; debug adds the time per stage (compute, reshard), the fused reshard bytes per direction and,"
           + " on the cp = 1 route's GPU, the kernel time of each TriMul stage (each layer then waits for its kernels, so debug runs the cp = 1 route's complexes through the tensor path,"
-          + " not the overlapped GPU feed).",
-      ValueParsers.anyCaseEnum(MetricsLevel.class));
+          + " not the overlapped GPU feed).")
+      .enumConf(MetricsLevel.class).createWithDefault("essential");
 
-  /** Declares the key {@code PREFIX + suffix} and adds it to {@link #KEYS}. */
-  private static <T> ConfKey<T> register(String suffix, String values, String defaultValue, String doc,
-                                         ConfKey.Parser<T> parser) {
-    ConfKey<T> key = new ConfKey<>(PREFIX + suffix, values, defaultValue, doc, parser);
-    if (BY_NAME.putIfAbsent(key.name(), key) != null) {
-      throw new IllegalStateException("declared twice: " + key.name());
-    }
-    REGISTERED.add(key);
-    return key;
+  private static ConfBuilder conf(String name) {
+    return REGISTRY.conf(name);
   }
 
   private final Map<String, String> settings; // every key, KEYS order: the given value or the default
@@ -278,56 +247,13 @@ public final class FoldCpConf implements Serializable {
   private final CpGrid grid;
 
   private FoldCpConf(Map<String, String> givenSettings) {
-    Map<String, String> all = new LinkedHashMap<>();
-    Map<ConfKey<?>, Object> parsed = new IdentityHashMap<>();
-    for (ConfKey<?> k : KEYS) {
-      String raw = givenSettings.get(k.name());
-      String setting = raw == null ? k.defaultValue() : raw.trim();
-      all.put(k.name(), setting);
-      parsed.put(k, k.parse(setting));
-    }
-    this.settings = Collections.unmodifiableMap(all);
+    ConfRegistry.Parsed parsed = REGISTRY.read(givenSettings);
+    this.settings = parsed.settings();
     this.given = Collections.unmodifiableSet(new LinkedHashSet<>(givenSettings.keySet()));
-    this.values = Collections.unmodifiableMap(parsed);
-    Route route = get(ROUTE);
-    int cp = get(CP);
-    Optional<CpGrid> explicitGrid = get(GRID);
-    boolean gpuEnabled = get(GPU_ENABLED);
-    Transport transport = get(CP_TRANSPORT);
-
-    // Cross-key rules, checked here so that no route has to repeat them.
-    if (cp == 0 && explicitGrid.isPresent()) {
-      throw ValueParsers.bad(GRID.name(), all.get(GRID.name()), "must be empty when " + CP.name()
-          + " = auto: each complex gets its own cp, and its grid is cp x 1");
-    }
-    if (cp != 0 && explicitGrid.isPresent() && explicitGrid.get().size() != cp) {
-      CpGrid g = explicitGrid.get();
-      throw ValueParsers.bad(GRID.name(), all.get(GRID.name()),
-          "cp0 * cp1 must equal " + CP.name() + ", but " + g.rowGroups() + " * " + g.colGroups() + " = " + g.size()
-              + " and " + CP.name() + " = " + cp);
-    }
+    this.values = parsed.values();
+    CrossKeyRules.check(this);
     // cp = auto: the grid of one complex is chosen when its shape is known (CpAutoRoute); cp x 1
-    this.grid = explicitGrid.orElseGet(() -> CpGrid.oneD(Math.max(cp, 1)));
-    if (route == Route.GPU && !gpuEnabled) {
-      throw ValueParsers.bad(ROUTE.name(), all.get(ROUTE.name()),
-          "route gpu needs " + GPU_ENABLED.name() + " = true, but it is false");
-    }
-    String transportRaw = all.get(CP_TRANSPORT.name());
-    if (transport == Transport.NVSHMEM && !gpuEnabled) {
-      throw ValueParsers.bad(CP_TRANSPORT.name(), transportRaw,
-          "the NVSHMEM team runs its ranks on GPUs and needs " + GPU_ENABLED.name() + " = true, but it is false");
-    }
-    if (transport == Transport.NVSHMEM && (route == Route.CPU || route == Route.SHUFFLE)) {
-      throw ValueParsers.bad(CP_TRANSPORT.name(), transportRaw,
-          "nvshmem is the transport of the barrier route's GPU team, but " + ROUTE.name() + " = " + route.label()
-              + (route == Route.CPU ? " computes on the CPU" : " moves the reshards through Spark shuffles")
-              + "; use route auto, gpu or barrier");
-    }
-    if (transport == Transport.TCP && route == Route.GPU && cp > 1) {
-      throw ValueParsers.bad(CP_TRANSPORT.name(), transportRaw,
-          "the TCP team computes on the CPU, but " + ROUTE.name() + " = gpu runs the cp = " + cp + " ranks on GPUs;"
-              + " use transport nvshmem (or auto) for GPU ranks, or route barrier for CPU ranks");
-    }
+    this.grid = get(GRID).orElseGet(() -> CpGrid.oneD(Math.max(get(CP), 1)));
   }
 
   /** All defaults. */
@@ -351,44 +277,7 @@ public final class FoldCpConf implements Serializable {
    * @throws InvalidInputException for an unknown key, a bad value or keys that contradict each other
    */
   public static FoldCpConf from(Map<String, String> conf) {
-    Map<String, String> ours = new TreeMap<>(); // sorted, so the first unknown key reported is stable
-    for (Map.Entry<String, String> e : conf.entrySet()) {
-      if (e.getKey().startsWith(PREFIX)) {
-        ours.put(e.getKey(), e.getValue());
-      }
-    }
-    List<String> unknown = new ArrayList<>();
-    for (String key : ours.keySet()) {
-      if (!BY_NAME.containsKey(key)) {
-        unknown.add(key);
-      }
-    }
-    if (!unknown.isEmpty()) {
-      String key = unknown.get(0);
-      throw ValueParsers.bad(key, ours.get(key), unknownKeyRule(key, unknown));
-    }
-    return new FoldCpConf(ours);
-  }
-
-  private static String unknownKeyRule(String key, List<String> unknown) {
-    StringBuilder rule = new StringBuilder("not a fold-cp setting");
-    Spelling.closest(key, BY_NAME.keySet(), PREFIX).ifPresent(k -> rule.append(" (did you mean ").append(k).append("?)"));
-    rule.append("; the known keys are ").append(KEYS.stream().map(ConfKey::name).collect(Collectors.joining(", ")));
-    if (unknown.size() > 1) {
-      rule.append("; also unknown: ").append(String.join(", ", unknown.subList(1, unknown.size())));
-    }
-    return rule.toString();
-  }
-
-  private static Optional<CpGrid> parseGrid(String key, String raw, String values) {
-    if (raw.isEmpty()) {
-      return Optional.empty();
-    }
-    try {
-      return Optional.of(CpGrid.parse(raw));
-    } catch (InvalidInputException e) {
-      throw ValueParsers.bad(key, raw, "must be " + values + " (" + e.getMessage() + ")");
-    }
+    return new FoldCpConf(REGISTRY.known(conf));
   }
 
   /**
@@ -497,21 +386,9 @@ public final class FoldCpConf implements Serializable {
     }
   }
 
-  /** The keys as a Markdown table (key | default | meaning), as README.md shows it. */
+  /** The public keys as a Markdown table (key | default | meaning), as README.md shows it. */
   public static String markdownTable() {
-    StringBuilder sb = new StringBuilder();
-    sb.append("| key | default | meaning |\n");
-    sb.append("|---|---|---|\n");
-    for (ConfKey<?> k : KEYS) {
-      String def = k.defaultValue().isEmpty() ? "(empty)" : "`" + k.defaultValue() + "`";
-      sb.append("| `").append(k.name()).append("` | ").append(def).append(" | ")
-          .append(cell(k.doc() + " Values: " + k.values() + ".")).append(" |\n");
-    }
-    return sb.toString();
-  }
-
-  private static String cell(String text) {
-    return text.replace("|", "\\|");
+    return REGISTRY.markdownTable();
   }
 
   /** Prints {@link #markdownTable()}, for pasting into README.md. */

@@ -155,8 +155,8 @@ class FoldCpConfTest {
 
   @Test
   void getRefusesAKeyThatIsNotRegistered() {
-    ConfKey<Integer> stray = new ConfKey<>(FoldCpConf.PREFIX + "stray", "an integer >= 0", "0", "Not registered.",
-        ValueParsers.intAtLeast(0));
+    ConfKey<Integer> stray = new ConfRegistry(FoldCpConf.PREFIX, "test").conf(FoldCpConf.PREFIX + "stray")
+        .doc("Registered elsewhere.").intConf().atLeast("0").createWithDefault("0");
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
         () -> FoldCpConf.defaults().get(stray));
     assertEquals("spark.foldcp.stray is not one of FoldCpConf.KEYS", e.getMessage());
