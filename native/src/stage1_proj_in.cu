@@ -260,20 +260,20 @@ cudaError_t prepare_in_t(int dev) {
 }
 
 template <int D>
-cudaError_t launch_in_wgmma_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
-                              const AbTarget& t, int64_t B, cudaStream_t s) {
+cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g, const AbTarget& t,
+                        int64_t B, cudaStream_t s) {
   using C = InCfg<D>;
-  // What TMA and the int tile arithmetic need; anything else (degenerate or odd inputs) takes
-  // the mma.sync kernel, which has the same contract.
   const int64_t tiles_k = (g.out_cols + proj::TOK - 1) / proj::TOK;
   const int64_t total = B * g.out_rows * tiles_k;
   const bool group = g.chans != 0 && g.chans != D;
   if (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 32 != 0 || g.chans % 32 != 0 || g.chan0 + g.chans > D))
     return cudaErrorInvalidValue;
+  // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
+  // anything else).
   if (B <= 0 || g.out_rows <= 0 || g.out_cols <= 0 || g.x_rows <= 0 || g.x_cols <= 0 || total > INT_MAX ||
       g.x_rows > INT_MAX || g.x_cols > INT_MAX || B > INT_MAX || (reinterpret_cast<uintptr_t>(x) & 15) != 0 ||
       (reinterpret_cast<uintptr_t>(L.w_in) & 15) != 0)
-    return group ? cudaErrorInvalidValue : launch_proj_in_to(L, x, mask, g, t, B, s);  // v1 has no channel groups
+    return cudaErrorInvalidValue;
 
   CUtensorMap mx, mw;
   cudaError_t e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, proj::TOK);  // x: (B, x_rows, x_cols, D)
@@ -293,9 +293,34 @@ cudaError_t launch_in_wgmma_t(const DevLayer& L, const void* x, const uint8_t* m
 
 }  // namespace
 
-cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
-                                    const AbTarget& t, int64_t B, cudaStream_t s) {
-  return with_dim(L.dim, [&](auto d) { return launch_in_wgmma_t<decltype(d)::value>(L, x, mask, g, t, B, s); });
+cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                              const AbTarget& t, int64_t B, cudaStream_t s) {
+  return with_dim(L.dim, [&](auto d) { return launch_in_t<decltype(d)::value>(L, x, mask, g, t, B, s); });
+}
+
+// One GPU: the whole padded Np x Np grid is written (zeros outside N), into this GPU's workspace.
+cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
+                           int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s) {
+  const int64_t np = padded_n(N);
+  ProjInGeom g{N, N, np, np, np, 0, 0, N};
+  if (chans != L.dim) {
+    g.chan0 = chan0;
+    g.chans = chans;
+  }
+  AbTarget t{};
+  t.a[0] = static_cast<bf16_raw*>(a_ws);
+  t.b[0] = static_cast<bf16_raw*>(b_ws);
+  t.ld[0] = np;
+  t.plane[0] = sab;
+  t.dloc = chans;
+  return launch_proj_in_to(L, x, mask, g, t, B, s);
+}
+
+cudaError_t prepare_proj_in(int dim) {
+  int dev = 0;
+  const cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  return with_dim(dim, [&](auto d) { return prepare_in_t<decltype(d)::value>(dev); });
 }
 
 }  // namespace foldcp

@@ -355,9 +355,8 @@ cudaError_t launch_kernel(int dev, int grid, const CUtensorMap& ma, const CUtens
 
 }  // namespace
 
-// As launch_tri_gemm_wgmma_to; max_ctas > 0 caps the persistent grid (tests: many tiles per CTA).
-cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                       const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas) {
+cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                 const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas) {
   using namespace tgw;
   const int64_t planes = B * (int64_t)t.dloc;
   // What TMA and the tiling need: 16-byte aligned bases and strides, np a multiple of the M tile
@@ -414,11 +413,6 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
   return cudaGetLastError();
 }
 
-cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                     const ZTarget& t, int64_t B, cudaStream_t s) {
-  return launch_tri_gemm_wgmma_ctas(L, a_ws, b_ws, np, sab, t, B, s, 0);
-}
-
 // One GPU: one destination (this workspace's z), every channel, tokens < N.
 cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B, int64_t N,
                             int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s) {
@@ -436,11 +430,9 @@ cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_w
   return launch_tri_gemm_to(L, a_ws, b_ws, np, sab, t, B, s);
 }
 
-// Stage 2 on every path (one GPU and CP): the wgmma + TMA kernel, 1.8-2.1x the mma.sync one it
-// replaced at (1, 2048, 128) and (1, 4096, 32) on the H200 (tri_gemm_wgmma_test, 2026-12-01).
 cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                const ZTarget& t, int64_t B, cudaStream_t s) {
-  return launch_tri_gemm_wgmma_to(L, a_ws, b_ws, np, sab, t, B, s);
+  return launch_tri_gemm_ctas(L, a_ws, b_ws, np, sab, t, B, s, 0);
 }
 
 }  // namespace foldcp

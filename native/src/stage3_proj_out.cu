@@ -320,18 +320,20 @@ cudaError_t prepare_out_t(int dev) {
 }
 
 template <int D>
-cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
-                               int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                         int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   using C = OutCfg<D>;
   const int64_t tiles_k = (cols + proj::TOK - 1) / proj::TOK;
   const int64_t total = B * rows * tiles_k;
+  // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
+  // anything else).
   if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
       (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(out) & 15) != 0 ||
       (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0 ||
       // LN_out reads z a token pair per 4-byte load: pairs must be aligned, and an odd row's
       // last pair must end inside the row's padding.
       (reinterpret_cast<uintptr_t>(z) & 3) != 0 || ldz % 2 != 0 || sz % 2 != 0 || (cols % 2 != 0 && ldz <= cols))
-    return launch_proj_out_tile(L, x, z, out, B, rows, cols, ldz, sz, s);
+    return cudaErrorInvalidValue;
 
   // x and out: (B, rows, cols, D) bf16; x loaded in boxes of 64 channels x 128 tokens, out
   // stored in boxes of 64 channels x 16 tokens (one consumer warp's rows of a chunk).
@@ -359,11 +361,23 @@ cudaError_t launch_out_wgmma_t(const DevLayer& L, const void* x, const bf16_raw*
 
 }  // namespace
 
-cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
-                                       int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
-  return with_dim(L.dim, [&](auto d) {
-    return launch_out_wgmma_t<decltype(d)::value>(L, x, z, out, B, rows, cols, ldz, sz, s);
-  });
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  return with_dim(L.dim,
+                  [&](auto d) { return launch_out_t<decltype(d)::value>(L, x, z, out, B, rows, cols, ldz, sz, s); });
+}
+
+// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens.
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
+                            int64_t sz, cudaStream_t s) {
+  return launch_proj_out_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);
+}
+
+cudaError_t prepare_proj_out(int dim) {
+  int dev = 0;
+  const cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  return with_dim(dim, [&](auto d) { return prepare_out_t<decltype(d)::value>(dev); });
 }
 
 }  // namespace foldcp

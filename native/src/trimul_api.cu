@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include <cuda_bf16.h>
+
 #include "foldcp_trimul.h"
 #include "trimul_internal.h"
 
@@ -88,6 +90,18 @@ bool is_device_ptr(const void* p) {
     return false;
   }
   return a.type == cudaMemoryTypeDevice || a.type == cudaMemoryTypeManaged;
+}
+
+__global__ void f32_to_bf16_kernel(const float* __restrict__ src, __nv_bfloat16* __restrict__ dst, size_t n) {
+  for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
+    dst[k] = __float2bfloat16_rn(src[k]);
+}
+
+// The layer's weights, converted to bf16 on the device.
+cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream_t s) {
+  const unsigned blocks = (unsigned)std::min<size_t>((n + 255) / 256, 4096);
+  f32_to_bf16_kernel<<<blocks, 256, 0, s>>>(src, static_cast<__nv_bfloat16*>(dst), n);
+  return cudaGetLastError();
 }
 
 int check_device_ptr(const void* p, const char* name) {
@@ -239,7 +253,8 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
     return fail(FOLDCP_ERR_UNSUPPORTED_DEVICE,
                 "device %d (%s) is sm_%d%d: this library is built for sm_90a (Hopper: H100/H200) only", dev,
                 prop.name, prop.major, prop.minor);
-  CK(foldcp::prepare_kernels((int)D));
+  CK(foldcp::prepare_proj_in((int)D));
+  CK(foldcp::prepare_proj_out((int)D));
 
   // Rearranged fp32 copies on the host; converted to bf16 on the device.
   std::vector<float> win(4 * d * d), wout(2 * d * d), vecs(10 * d, 0.f);
@@ -293,10 +308,10 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
   CKC(cudaMalloc(&tmp, win.size() * 4));
   CKC(cudaMemcpy(L->vecs, vecs.data(), vecs.size() * 4, cudaMemcpyHostToDevice));
   CKC(cudaMemcpy(tmp, win.data(), win.size() * 4, cudaMemcpyHostToDevice));
-  CKC(foldcp::launch_f32_to_bf16(tmp, L->w_in, win.size(), 0));
+  CKC(launch_f32_to_bf16(tmp, L->w_in, win.size(), 0));
   CKC(cudaDeviceSynchronize());
   CKC(cudaMemcpy(tmp, wout.data(), wout.size() * 4, cudaMemcpyHostToDevice));
-  CKC(foldcp::launch_f32_to_bf16(tmp, L->w_out, wout.size(), 0));
+  CKC(launch_f32_to_bf16(tmp, L->w_out, wout.size(), 0));
   CKC(cudaDeviceSynchronize());
   CKC(cudaFree(tmp));
   tmp = nullptr;

@@ -67,7 +67,7 @@ struct DevLayer {
 };
 
 // ---- Store targets: where the epilogues of stages 1 and 2 write. On one GPU there is one
-// destination (this GPU's workspace); under context parallelism (cp_trimul.cu) there is one per
+// destination (this GPU's workspace); under context parallelism (cp/cp_plan.cu) there is one per
 // rank, and the same kernels write each value straight into the buffer of the rank that owns it:
 // the two all-to-all reshards ride the epilogues' stores (docs/design.md section 2). A destination
 // pointer is a peer pointer (nvshmem_ptr) or a local staging area that puts forward afterwards.
@@ -91,8 +91,8 @@ struct AbTarget {
 // < store_cols; a token is valid (else a = b = 0) when it lies inside x, its global position
 // (g_row0 + i, g_col0 + k) lies inside the N x N grid (n_valid), and its mask is nonzero.
 // Channels: chans = 0 computes all D; otherwise channels chan0 .. chan0 + chans - 1 (both
-// multiples of 32: a channel group, see foldcp_trimul_forward_group), stored as if they were the
-// first chans channels (AbTarget channel c - chan0). Only the wgmma kernel takes a group.
+// multiples of 32: a channel group, see foldcp_forward_options.group), stored as if they were the
+// first chans channels (AbTarget channel c - chan0).
 struct ProjInGeom {
   int64_t x_rows, x_cols;
   int64_t out_rows, out_cols, store_cols;
@@ -126,51 +126,46 @@ const DevLayer* dev_layer(const foldcp_trimul_layer* layer, int* device);
 int set_error(int status, const std::string& message);
 void clear_error();
 
-// Each returns the launch error (cudaGetLastError) of its kernels.
-cudaError_t prepare_kernels(int dim);  // raises dynamic shared-memory limits, once per process/device
-// Stages 1 and 2 on one GPU for the channels chan0 .. chan0 + chans - 1 (a channel group; all D
-// when chans = D): a and b hold the group's chans planes, z all D planes.
-cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
-                           int64_t B, int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s);
-cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B,
-                            int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
-cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
-                            int64_t sz, cudaStream_t s);
-// The general forms the single-GPU launchers above call with one destination, and the CP
-// forward with one per rank. Planes of a/b read by stage 2: B * dloc, each np x np (stride sab).
-// Stage 3 reads z as (B, D) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D).
+// ---- The three stages, one kernel file each. Every launcher returns the launch error
+// (cudaGetLastError) of its kernel, or cudaErrorInvalidValue for an input its kernel cannot take:
+// TMA needs 16-byte aligned x, out, a/b planes and z rows, and the tile indices are ints. The C
+// API (trimul_api.cu) and the CP plan (cp/cp_plan.cu) check alignment, D and the shape limits
+// first, so that a real input never meets that answer (the int limits lie beyond any workspace
+// a GPU holds).
+//
+// Stage 1 (stage1_proj_in.cu): LN_in + input projections + gates + mask, a and b stored
+// channel-major through an AbTarget. The general form takes the ProjInGeom of a CP tile or the
+// whole grid; launch_proj_in is one GPU's: the channels chan0 .. chan0 + chans - 1 (a channel
+// group; all D when chans = D) into this workspace's a and b (chans planes each).
 cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
                               const AbTarget& t, int64_t B, cudaStream_t s);
+cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
+                           int64_t B, int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s);
+// Stage 2 (stage2_tri_gemm.cu): the triangle GEMM of B * t.dloc planes of a/b (np x np each,
+// plane stride sab), z stored through a ZTarget. Needs np % 128 == 0, 16-byte aligned a_ws/b_ws
+// and an even sab, and z rows that start 16-byte aligned (z[o], ld[o] and plane[o] multiples of
+// 8 elements; tile_cols too when there is more than one destination: the epilogue stores 8
+// columns at a time). The _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use
+// it to run many tiles per CTA). launch_tri_gemm is one GPU's: the group's planes into this
+// workspace's z planes chan0 .. (of all D).
 cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                const ZTarget& t, int64_t B, cudaStream_t s);
-// launch_tri_gemm_to runs the wgmma + TMA kernel (tri_gemm_wgmma.cu): needs np % 128 == 0,
-// 16-byte aligned a_ws/b_ws and an even sab (TMA), and z rows that start 16-byte aligned (z[o],
-// ld[o] and plane[o] multiples of 8 elements; tile_cols too when there is more than one
-// destination: the epilogue stores 8 columns at a time); returns cudaErrorInvalidValue otherwise. The
-// _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use it to run many tiles per
-// CTA). launch_tri_gemm_mma_to is the mma.sync version (tests/tri_gemm_mma_oracle.cu), on no path: the test's
-// oracle, same arguments and output.
-cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                     const ZTarget& t, int64_t B, cudaStream_t s);
-cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                       const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas);
-cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                   const ZTarget& t, int64_t B, cudaStream_t s);
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
-                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
-// Stages 1 and 3 run the wgmma kernels of proj_wgmma.cu (launch_proj_in / launch_proj_out call
-// them); the mma.sync kernels of proj_kernels.cu (launch_proj_in_to / launch_proj_out_tile) are
-// their fallback for inputs TMA cannot address.
-cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream_t s);
-// Stages 1 and 3 on wgmma + TMA (proj_wgmma.cu): the same arguments and outputs as
-// launch_proj_in_to / launch_proj_out_tile (proj_kernels.cu), up to the fp32 summation order.
-// Every D of the library (multiples of 32 in [32, 256]) has a wgmma version; inputs the TMA path
-// cannot take (x not 16-byte aligned, empty or over-int grids) go to the mma.sync kernel inside
-// these functions.
-cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
-                                    const AbTarget& t, int64_t B, cudaStream_t s);
-cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
-                                       int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
+cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                 const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas);
+cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B,
+                            int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
+// Stage 3 (stage3_proj_out.cu): LN_out + output projection + gate + residual. The tile form
+// reads z as (B, D) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D);
+// launch_proj_out is one GPU's: the workspace's z for (B, N, N).
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
+                                 int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
+                            int64_t sz, cudaStream_t s);
+// Raise the dynamic shared-memory limits of the stage 1 / stage 3 kernels of D on the current
+// device (once per process and device; their launchers do it too). foldcp_trimul_create calls
+// them, so that a layer is only made where its kernels load.
+cudaError_t prepare_proj_in(int dim);
+cudaError_t prepare_proj_out(int dim);
 
 }  // namespace foldcp
 

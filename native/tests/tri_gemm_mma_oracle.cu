@@ -17,6 +17,7 @@
 // Under CP the same epilogue writes each token's z into the plane of the rank owning the token
 // (ZTarget): the second all-to-all (channel -> token) fused into the store.
 #include "common.cuh"
+#include "mma_oracles.h"
 #include "trimul_internal.h"
 
 namespace foldcp {
@@ -227,7 +228,7 @@ cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const vo
   return cudaGetLastError();
 }
 
-cudaError_t prepare_tri_gemm() {
+cudaError_t prepare_tri_gemm_mma() {
   cudaError_t e = cudaFuncSetAttribute(tri_gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg::SMEM);
   if (e != cudaSuccess) return e;
   return cudaFuncSetAttribute(tri_gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg::SMEM);

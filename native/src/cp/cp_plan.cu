@@ -408,7 +408,7 @@ int foldcp_cp_forward(foldcp_cp_plan* p, const void* x, const uint8_t* mask, voi
     const DevLayer& L = *p->layers[i];
     const void* in = i == 0 ? x : out;
     what = "stage 1 (LN_in + projection, stores to the channel owners)";
-    e = launch_proj_in_wgmma_to(L, in, mask, p->geo, p->ab, c.batch, s);
+    e = launch_proj_in_to(L, in, mask, p->geo, p->ab, c.batch, s);
     if (e == cudaSuccess && p->route == FOLDCP_CP_PUT) {
       what = "the puts of reshard 1";
       e = launch_put_ab(p->put_ab, s);
@@ -437,7 +437,7 @@ int foldcp_cp_forward(foldcp_cp_plan* p, const void* x, const uint8_t* mask, voi
     }
     if (e == cudaSuccess) {
       what = "stage 3 (LN_out + output projection)";
-      e = launch_proj_out_wgmma_tile(L, in, z_recv, out, c.batch, c.tile_rows, c.tile_cols, c.tile_cols, l.szt, s);
+      e = launch_proj_out_tile(L, in, z_recv, out, c.batch, c.tile_rows, c.tile_cols, c.tile_cols, l.szt, s);
     }
   }
   if (e == cudaSuccess) {
