@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -125,14 +124,6 @@ int set_error(int status, const std::string& message) {
   return status;
 }
 void clear_error() { g_err.clear(); }
-
-bool ws_pad_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("FOLDCP_WS_PAD");
-    return !(v != nullptr && v[0] == '0');
-  }();
-  return on;
-}
 }  // namespace foldcp
 
 extern "C" {

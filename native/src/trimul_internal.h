@@ -15,36 +15,52 @@ using bf16_raw = unsigned short;
 constexpr int64_t kPad = 128;
 inline int64_t padded_n(int64_t n) { return (n + kPad - 1) / kPad * kPad; }
 
+// Every a/b plane stride, and the one-GPU z plane stride, holds 128 elements (256 bytes) more
+// than the plane, so that the B * D planes do not sit at power-of-two distances (DRAM partition
+// camping). native/NOTES-gpu.md measured no difference either way (2026-11-29); the padded
+// layout is the one the tests and the CP buffers were built with, and the only one.
+constexpr int64_t kPlanePad = 128;
+inline int64_t ab_plane_stride(int64_t np) { return np * np + kPlanePad; }
+
+// Buffers inside a workspace or a CP plan start 256-byte aligned.
+constexpr size_t kBufAlign = 256;
+inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// The a, b and z sections of one buffer (a and b of ab_bytes each, then z of z_bytes), each
+// 256-byte aligned: the one-GPU workspace and the CP plan's receive buffers.
+struct AbzSections {
+  size_t a_off, b_off, z_off, total;
+};
+inline AbzSections abz_sections(size_t ab_bytes, size_t z_bytes) {
+  const size_t ab = align_up(ab_bytes, kBufAlign);
+  return AbzSections{0, ab, 2 * ab, 2 * ab + align_up(z_bytes, kBufAlign)};
+}
+
 // Workspace: a and b (bf16, [B][D] planes of Np x Np, a_ws[b][c][row][col] = a[b,row,col,c] for
 // both directions; rows/cols >= N are zero), then z (bf16, channel-major [B][D] planes of N x Np:
 // z[b][c][i][j], columns >= N unused). z is bf16 since issue 10: the triangle GEMM accumulates in
 // fp32 and rounds once on the store, which halves stage 2's stores and stage 3's reads (34 GB ->
 // 17 GB at (1,4096,256)) for about 15 % more error against float64 (still about half the 1e-2
-// contract at the largest shapes; native/NOTES-gpu.md). Plane strides sab / sz (elements) are padded by 256 bytes
-// so that the B*D planes do not sit at power-of-two distances (DRAM partition camping); the
-// environment variable FOLDCP_WS_PAD=0 turns the padding off (for measurements).
+// contract at the largest shapes; native/NOTES-gpu.md). Plane strides sab / sz (elements) are
+// padded by kPlanePad.
 struct WsLayout {
   int64_t np;
   int64_t sab;  // elements between channel planes of a / b
   int64_t sz;   // elements (bf16) between channel planes of z
   size_t a_off, b_off, z_off, total;
 };
-inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-bool ws_pad_enabled();
 // `group` channels of a and b at a time (a channel group: stages 1 and 2 run once per group;
 // z always holds all D channels, since LN_out in stage 3 needs them); group = D is the whole.
 inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D, int64_t group) {
   WsLayout l{};
-  const bool pad = ws_pad_enabled();
   l.np = padded_n(N);
-  l.sab = l.np * l.np + (pad ? 128 : 0);
-  l.sz = N * l.np + (pad ? 128 : 0);
-  const size_t ab = align_up((size_t)B * group * l.sab * 2, 256);
-  const size_t z = align_up((size_t)B * D * l.sz * 2, 256);
-  l.a_off = 0;
-  l.b_off = ab;
-  l.z_off = 2 * ab;
-  l.total = 2 * ab + z;
+  l.sab = ab_plane_stride(l.np);
+  l.sz = N * l.np + kPlanePad;
+  const AbzSections s = abz_sections((size_t)B * group * l.sab * 2, (size_t)B * D * l.sz * 2);
+  l.a_off = s.a_off;
+  l.b_off = s.b_off;
+  l.z_off = s.z_off;
+  l.total = s.total;
   return l;
 }
 inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D) { return ws_layout(B, N, D, D); }

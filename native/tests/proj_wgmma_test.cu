@@ -330,7 +330,7 @@ static AbDest make_ab(int B, int D, int64_t np, int ndest, int64_t row0, int64_t
   AbDest d;
   d.ndest = ndest;
   const int dloc = D / ndest;
-  const int64_t sab = np * np + 128;  // padded planes, like ws_layout
+  const int64_t sab = foldcp::ab_plane_stride(np);  // padded planes, like ws_layout
   d.per_dest = (int64_t)B * dloc * sab;
   d.elems = (size_t)(d.per_dest * ndest);
   CUDA_OK(cudaMalloc(&d.a, d.elems * 2));
@@ -540,7 +540,7 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
   if (c.tile == 0) {
     rows = cols = c.N;
     ldz = foldcp::padded_n(c.N);
-    sz = c.N * ldz + 128;  // ws_layout's padded plane stride
+    sz = c.N * ldz + foldcp::kPlanePad;  // ws_layout's padded plane stride
   } else {
     rows = cols = ldz = c.tile;
     sz = (int64_t)c.tile * c.tile;
@@ -715,7 +715,7 @@ static void bench_out(int B, int N, int D, cudaStream_t s) {
   Layer L;
   L.make(D, 6u, 1);
   const int64_t np = foldcp::padded_n(N);
-  const int64_t sz = (int64_t)N * np + 128;
+  const int64_t sz = (int64_t)N * np + foldcp::kPlanePad;
   const size_t xn = (size_t)B * N * N * D, zn = (size_t)B * D * sz;
   uint16_t *x = nullptr, *out = nullptr, *z = nullptr;
   CUDA_OK(cudaMalloc(&x, xn * 2));

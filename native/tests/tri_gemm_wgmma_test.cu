@@ -180,7 +180,7 @@ static Dest make_dest(const Case& c, int64_t np) {
   Dest d;
   const int64_t planes = (int64_t)c.B * c.D;
   if (c.grid == 1) {
-    const int64_t sz = (int64_t)c.N * np + 128;  // like ws_layout: N rows of Np, padded planes
+    const int64_t sz = (int64_t)c.N * np + foldcp::kPlanePad;  // like ws_layout: N rows of Np, padded planes
     d.elems = (size_t)(planes * sz);
     CUDA_OK(cudaMalloc(&d.buf, d.elems * 2));
     d.t.z[0] = d.buf;
@@ -223,7 +223,7 @@ static const uint32_t kSeedA = 11, kSeedB = 23;
 
 static void run_case(const Case& c, int dir, cudaStream_t s) {
   const int64_t np = foldcp::padded_n(c.N);
-  const int64_t sab = np * np + 128;
+  const int64_t sab = foldcp::ab_plane_stride(np);
   const int64_t planes = (int64_t)c.B * c.D;
   const char* dname = dir == 0 ? "outgoing" : "incoming";
   char tag[256];
@@ -350,7 +350,7 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
 // ------------------------------------------------------------------ timing
 static void bench(int B, int D, int N, int dir, cudaStream_t s) {
   const int64_t np = foldcp::padded_n(N);
-  const int64_t sab = np * np + 128;
+  const int64_t sab = foldcp::ab_plane_stride(np);
   const int64_t planes = (int64_t)B * D;
   Case c{"bench", B, D, N, 1, 0};
   uint16_t *a = nullptr, *b = nullptr;

@@ -16,8 +16,6 @@ namespace foldcp {
 namespace cp {
 namespace {
 
-size_t align256(size_t v) { return (v + 255) / 256 * 256; }
-
 // Buffer layout of a plan inside its one symmetric allocation.
 struct Layout {
   int cp = 1, dloc = 0;
@@ -35,21 +33,22 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
   l.dloc = (int)(c.dim / l.cp);
   l.nt = c.grid_rows * c.tile_rows;
   l.np = padded_n(l.nt);
-  l.sab = l.np * l.np + 128;
+  l.sab = ab_plane_stride(l.np);
   l.szt = c.tile_rows * c.tile_cols;
-  const size_t ab = align256((size_t)c.batch * l.dloc * l.sab * 2);
-  const size_t z = align256((size_t)c.batch * c.dim * l.szt * 2);
-  l.a_off = 0;
-  l.b_off = ab;
-  l.z_off = 2 * ab;
-  l.total = 2 * ab + z;
+  // The receive buffers: a and b of this rank's channels over the whole grid, z of all channels
+  // over this rank's tile (its z planes are not padded).
+  const AbzSections ab = abz_sections((size_t)c.batch * l.dloc * l.sab * 2, (size_t)c.batch * c.dim * l.szt * 2);
+  l.a_off = ab.a_off;
+  l.b_off = ab.b_off;
+  l.z_off = ab.z_off;
+  l.total = ab.total;
   if (route == FOLDCP_CP_PUT || c.reshard == FOLDCP_CP_UNFUSED) {  // the local stores' staging
     l.stage_ab_rank = (int64_t)c.batch * l.dloc * l.szt;
     l.stage_z_rank = (int64_t)c.batch * l.dloc * l.szt;
-    const size_t sab_bytes = align256((size_t)l.cp * l.stage_ab_rank * 2);
+    const size_t sab_bytes = align_up((size_t)l.cp * l.stage_ab_rank * 2, kBufAlign);
     l.stage_ab_off = l.total;
     l.stage_z_off = l.total + 2 * sab_bytes;
-    l.total += 2 * sab_bytes + align256((size_t)l.cp * l.stage_z_rank * 2);
+    l.total += 2 * sab_bytes + align_up((size_t)l.cp * l.stage_z_rank * 2, kBufAlign);
   }
   return l;
 }
