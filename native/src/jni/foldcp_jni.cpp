@@ -109,11 +109,13 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forward(JNIEnv* env,
     throw_plain(env, kInvalidInput, "workspace bytes = " + std::to_string(ws_bytes) + ": must be >= 0");
     return;
   }
+  foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
+  opts.group = group;
   check(env,
-        foldcp_trimul_forward_group(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
-                                    as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
-                                    static_cast<size_t>(ws_bytes), group, as_ptr<struct CUstream_st>(stream)),
-        "foldcp_trimul_forward_group");
+        foldcp_trimul_forward(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
+                              as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
+                              static_cast<size_t>(ws_bytes), &opts, as_ptr<struct CUstream_st>(stream)),
+        "foldcp_trimul_forward");
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIEnv* env, jclass, jlong layer,
@@ -129,10 +131,14 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIE
     return;
   }
   float ms[3] = {0.f, 0.f, 0.f};
+  foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
+  opts.stage_ms = ms;
+  // Named "foldcp_trimul_forward_profiled" in exception messages, as Java's callers and tests
+  // (StickyCudaErrorGpuTest) know the profiled forward.
   if (check(env,
-            foldcp_trimul_forward_profiled(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
-                                           as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
-                                           static_cast<size_t>(ws_bytes), as_ptr<struct CUstream_st>(stream), ms),
+            foldcp_trimul_forward(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
+                                  as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
+                                  static_cast<size_t>(ws_bytes), &opts, as_ptr<struct CUstream_st>(stream)),
             "foldcp_trimul_forward_profiled"))
     return;
   env->SetFloatArrayRegion(stage_ms, 0, 3, ms);
