@@ -341,6 +341,28 @@ inline cudaError_t encode_weights(CUtensorMap* m, const void* w, int D, int rows
   return encode_bf16(m, w, 2, dims, strides, box);
 }
 
+// Launches the persistent kernel K on min(total, SM count) CTAs of proj::THREADS threads with
+// `smem` bytes of dynamic shared memory, after raising its limit (once per device).
+template <auto K, typename... Args>
+cudaError_t launch_persistent(int smem, int64_t total, cudaStream_t s, const Args&... args) {
+  int dev = 0, sms = 0;
+  cudaError_t e = sm_count(&dev, &sms);
+  if (e != cudaSuccess) return e;
+  e = raise_smem_once<K>(smem, dev);
+  if (e != cudaSuccess) return e;
+  const int grid = (int)(total < sms ? total : sms);
+  K<<<grid, proj::THREADS, smem, s>>>(args...);
+  return cudaGetLastError();
+}
+// Raises K's shared-memory limit on the current device (what launch_persistent does first).
+template <auto K>
+cudaError_t prepare_on_current_device(int smem) {
+  int dev = 0;
+  const cudaError_t e = cudaGetDevice(&dev);
+  if (e != cudaSuccess) return e;
+  return raise_smem_once<K>(smem, dev);
+}
+
 // Calls f(std::integral_constant<int, D>{}) for D = dim, one of the dims the projection kernels
 // are instantiated for (the multiples of 32 in [32, 256], as the C API allows); any other dim
 // gets cudaErrorInvalidValue.

@@ -8,8 +8,6 @@
 // Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
 // per thread, then the gates; a and b go through an 8 KiB transposing buffer per warpgroup to
 // 16-byte stores of 8 tokens of one channel (the AbTarget layout).
-#include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstdint>
 
@@ -254,12 +252,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 namespace {
 
 template <int D>
-cudaError_t prepare_in_t(int dev) {
-  static std::atomic<uint64_t> prepared{0};
-  return raise_smem_once(proj_in_wgmma_kernel<D>, InCfg<D>::SMEM, prepared, dev);
-}
-
-template <int D>
 cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g, const AbTarget& t,
                         int64_t B, cudaStream_t s) {
   using C = InCfg<D>;
@@ -280,15 +272,8 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   if (e != cudaSuccess) return e;
   e = encode_weights(&mw, L.w_in, D, 4 * D);  // W1: [4D][D]
   if (e != cudaSuccess) return e;
-  int dev = 0, sms = 0;
-  e = sm_count(&dev, &sms);
-  if (e != cudaSuccess) return e;
-  e = prepare_in_t<D>(dev);
-  if (e != cudaSuccess) return e;
-  const int grid = (int)std::min<int64_t>(total, sms);
-  proj_in_wgmma_kernel<D><<<grid, proj::THREADS, C::SMEM, s>>>(mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b, L.g_in_b,
-                                                                g, t, L.eps, (int)g.out_rows, (int)tiles_k, (int)total);
-  return cudaGetLastError();
+  return launch_persistent<proj_in_wgmma_kernel<D>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b,
+                                                    L.g_in_b, g, t, L.eps, (int)g.out_rows, (int)tiles_k, (int)total);
 }
 
 }  // namespace
@@ -317,10 +302,9 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
 }
 
 cudaError_t prepare_proj_in(int dim) {
-  int dev = 0;
-  const cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  return with_dim(dim, [&](auto d) { return prepare_in_t<decltype(d)::value>(dev); });
+  return with_dim(dim, [](auto d) {
+    return prepare_on_current_device<proj_in_wgmma_kernel<decltype(d)::value>>(InCfg<decltype(d)::value>::SMEM);
+  });
 }
 
 }  // namespace foldcp

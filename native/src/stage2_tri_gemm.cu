@@ -31,7 +31,6 @@
 // Tile order: tile t of the CTA's sequence (blockIdx.x, + gridDim.x, ...) is plane t / tilesPerPlane
 // and, inside the plane, the same grouped order as the mma.sync oracle (8 M-tiles per group), so the CTAs
 // working at the same time share A and B panels in L2.
-#include <atomic>
 #include <cstdint>
 
 #include "common.cuh"
@@ -346,8 +345,7 @@ bool on_device(const void* p, int dev) {
 template <bool KMAJOR, bool ZTMA>
 cudaError_t launch_kernel(int dev, int grid, const CUtensorMap& ma, const CUtensorMap& mb, const CUtensorMap& mz,
                           const ZTarget& t, int np, int tilesM, int tilesN, int planes, cudaStream_t s) {
-  static std::atomic<uint64_t> prepared{0};  // devices whose instantiation has its limit raised
-  const cudaError_t e = raise_smem_once(tri_gemm_wgmma_kernel<KMAJOR, ZTMA>, tgw::SMEM, prepared, dev);
+  const cudaError_t e = raise_smem_once<tri_gemm_wgmma_kernel<KMAJOR, ZTMA>>(tgw::SMEM, dev);
   if (e != cudaSuccess) return e;
   tri_gemm_wgmma_kernel<KMAJOR, ZTMA><<<grid, tgw::THREADS, tgw::SMEM, s>>>(ma, mb, mz, t, np, tilesM, tilesN, planes);
   return cudaSuccess;

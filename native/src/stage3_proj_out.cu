@@ -17,8 +17,6 @@
 // x may alias out: the tile's x reaches shared memory by TMA before any of the tile's outputs is
 // written, and the residual is read from that copy (the buffer is held until the tile's last
 // chunk); tiles do not overlap.
-#include <algorithm>
-#include <atomic>
 #include <climits>
 #include <cstdint>
 
@@ -314,12 +312,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 namespace {
 
 template <int D>
-cudaError_t prepare_out_t(int dev) {
-  static std::atomic<uint64_t> prepared{0};
-  return raise_smem_once(proj_out_wgmma_kernel<D>, OutCfg<D>::SMEM, prepared, dev);
-}
-
-template <int D>
 cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
                          int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   using C = OutCfg<D>;
@@ -346,17 +338,10 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   if (e != cudaSuccess) return e;
   // The z rows can be bulk-prefetched when every row start is 16-byte aligned.
   const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 8 == 0 && ldz % 8 == 0) ? 1 : 0;
-  int dev = 0, sms = 0;
-  e = sm_count(&dev, &sms);
-  if (e != cudaSuccess) return e;
-  e = prepare_out_t<D>(dev);
-  if (e != cudaSuccess) return e;
-  const int grid = (int)std::min<int64_t>(total, sms);
-  proj_out_wgmma_kernel<D><<<grid, proj::THREADS, C::SMEM, s>>>(
-      mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
+  return launch_persistent<proj_out_wgmma_kernel<D>>(
+      C::SMEM, total, s, mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
       L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
       (int)tiles_k, (int)total);
-  return cudaGetLastError();
 }
 
 }  // namespace
@@ -374,10 +359,9 @@ cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z,
 }
 
 cudaError_t prepare_proj_out(int dim) {
-  int dev = 0;
-  const cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  return with_dim(dim, [&](auto d) { return prepare_out_t<decltype(d)::value>(dev); });
+  return with_dim(dim, [](auto d) {
+    return prepare_on_current_device<proj_out_wgmma_kernel<decltype(d)::value>>(OutCfg<decltype(d)::value>::SMEM);
+  });
 }
 
 }  // namespace foldcp

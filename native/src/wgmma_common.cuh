@@ -347,13 +347,15 @@ inline cudaError_t encode_bf16(CUtensorMap* m, const void* base, int rank, const
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
 }
 
-// Raises a kernel's dynamic shared-memory limit to `smem` bytes once per device: `done` holds a
-// bit per device (< 64) whose kernel is raised already (a device >= 64 is raised every time).
-template <typename K>
-cudaError_t raise_smem_once(K kernel, int smem, std::atomic<uint64_t>& done, int dev) {
+// Raises kernel K's dynamic shared-memory limit to `smem` bytes on device dev, once per process
+// and device: `done` holds a bit per device (< 64) where K is raised already (a device >= 64 is
+// raised every time).
+template <auto K>
+cudaError_t raise_smem_once(int smem, int dev) {
+  static std::atomic<uint64_t> done{0};
   const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
   if (bit != 0 && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-  const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  const cudaError_t e = cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e == cudaSuccess && bit != 0) done.fetch_or(bit, std::memory_order_acq_rel);
   return e;
 }

@@ -98,7 +98,7 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_createLayer(
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_destroyLayer(JNIEnv* env, jclass, jlong layer) {
-  check(env, foldcp_trimul_destroy(as_ptr<foldcp_trimul_layer>(layer)), "foldcp_trimul_destroy");
+  destroy_layer(env, kMap, layer);
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forward(JNIEnv* env, jclass, jlong layer, jlong x,
@@ -146,14 +146,7 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIE
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_nonFiniteScan(JNIEnv* env, jclass, jlong x,
                                                                           jlong count, jlong result, jlong stream) {
-  if (count < 0) {
-    throw_plain(env, kInvalidInput, "count = " + std::to_string(count) + ": must be >= 0");
-    return;
-  }
-  check(env,
-        foldcp_nonfinite_scan(as_ptr<const void>(x), static_cast<uint64_t>(count), as_ptr<void>(result),
-                              as_ptr<struct CUstream_st>(stream)),
-        "foldcp_nonfinite_scan");
+  nonfinite_scan(env, kMap, x, count, result, stream);
 }
 
 }  // extern "C"
