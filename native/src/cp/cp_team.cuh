@@ -1,5 +1,6 @@
 // The NVSHMEM team of this process (one per process: NVSHMEM initialises once) and the timed,
-// signal-based waits every CP step uses. Internal to libfoldcp_cp (cp_team.cu, cp_plan.cu).
+// signal-based waits every CP step uses. Internal to libfoldcp_cp (cp_team.cu, cp_plan.cu,
+// cp_forward.cu, a2a.cu).
 #pragma once
 #include <cuda_runtime.h>
 
