@@ -351,15 +351,7 @@ int foldcp_a2a_gather_heads(foldcp_a2a* p, const void* in, void* out, foldcp_str
 int foldcp_a2a_destroy(foldcp_a2a* p) {
   clear_error();
   if (p == nullptr) return FOLDCP_OK;
-  Team& t = team();
-  int st = FOLDCP_OK;
-  if (t.up && !t.broken && p->sym != nullptr) {
-    st = timed_barrier("all-to-all plan destruction");  // nvshmem_free waits for every rank
-    if (st == FOLDCP_OK) {
-      nvshmem_free(p->sym);
-      t.used -= p->sz.total;
-    }
-  }
+  const int st = free_symmetric(p->sym, p->sz.total, "all-to-all plan destruction");
   delete p;
   return st;
 }

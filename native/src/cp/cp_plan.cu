@@ -351,15 +351,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
 int foldcp_cp_plan_destroy(foldcp_cp_plan* p) {
   clear_error();
   if (p == nullptr) return FOLDCP_OK;
-  Team& t = team();
-  int st = FOLDCP_OK;
-  if (t.up && !t.broken && p->sym != nullptr) {
-    st = timed_barrier("CP plan destruction");  // nvshmem_free waits for every rank
-    if (st == FOLDCP_OK) {
-      nvshmem_free(p->sym);
-      t.used -= p->lay.total;
-    }
-  }
+  const int st = free_symmetric(p->sym, p->lay.total, "CP plan destruction");
   delete p;
   return st;
 }

@@ -58,6 +58,10 @@ int check_waits(const char* during);
 // A barrier over the team bounded by the timeout (synchronous).
 int timed_barrier(const char* during);
 
+// Frees a plan's symmetric allocation of `bytes` (collective: nvshmem_free waits for every rank,
+// so a timed barrier goes first). Frees nothing where the team is down or broken, or sym is NULL.
+int free_symmetric(void* sym, size_t bytes, const char* during);
+
 // Publishes `rec` (kRecordBytes) and gathers every rank's record into `all` (host,
 // n * kRecordBytes). Collective and synchronous.
 int exchange_records(const uint8_t* rec, uint8_t* all, const char* during);
