@@ -20,7 +20,10 @@ namespace foldcp {
 
 // x tiles in flight: enough to cover the HBM latency when tiles are short (small D).
 constexpr int in_x_buffers(int D) {
-  return proj::x_tile_bytes(D) <= 16384 ? 4 : proj::x_tile_bytes(D) <= 32768 ? 3 : proj::x_tile_bytes(D) <= 49152 ? 2 : 1;
+  return proj::x_tile_bytes(D) <= 16384   ? 4
+         : proj::x_tile_bytes(D) <= 32768 ? 3
+         : proj::x_tile_bytes(D) <= 49152 ? 2
+                                          : 1;
 }
 // Besides the x tiles and the weight ring: per warpgroup a transposing buffer of 64 channel rows
 // (32 a, 32 b) x 64 tokens, then the LN weight, the LN bias and float4 (bp_a, bg_a, bp_b, bg_b) / 2.

@@ -346,8 +346,8 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
 
 }  // namespace
 
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
-                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
+                                 int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   return with_dim(L.dim,
                   [&](auto d) { return launch_out_t<decltype(d)::value>(L, x, z, out, B, rows, cols, ldz, sz, s); });
 }

@@ -1,5 +1,6 @@
-// Internal interface between the host API (trimul_api.cu) and the kernel files, plus the
-// workspace layout, which the tests also use to check each stage on its own.
+// Internal interface between the host code (the C API: trimul_api.cu, trimul_layer.cu; the CP
+// library: cp/) and the three stage files, plus the workspace layout, which the tests also use to
+// check each stage on its own.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -145,9 +146,9 @@ void clear_error();
 // ---- The three stages, one kernel file each. Every launcher returns the launch error
 // (cudaGetLastError) of its kernel, or cudaErrorInvalidValue for an input its kernel cannot take:
 // TMA needs 16-byte aligned x, out, a/b planes and z rows, and the tile indices are ints. The C
-// API (trimul_api.cu) and the CP plan (cp/cp_plan.cu) check alignment, D and the shape limits
-// first, so that a real input never meets that answer (the int limits lie beyond any workspace
-// a GPU holds).
+// API (trimul_api.cu) and the CP plan (cp/cp_plan.cu, cp/cp_forward.cu) check alignment, D and
+// the shape limits first, so that a real input never meets that answer (the int limits lie
+// beyond any workspace a GPU holds).
 //
 // Stage 1 (stage1_proj_in.cu): LN_in + input projections + gates + mask, a and b stored
 // channel-major through an AbTarget. The general form takes the ProjInGeom of a CP tile or the

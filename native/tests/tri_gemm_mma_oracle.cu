@@ -1,5 +1,5 @@
 // The mma.sync triangle GEMM (mma.sync m16n8k16, cp.async, 128x256x64 tiles), stage 2 of the
-// library until 2026-12-01, when the wgmma + TMA kernel (src/tri_gemm_wgmma.cu) replaced it on
+// library until 2026-12-01, when the wgmma + TMA kernel (now src/stage2_tri_gemm.cu) replaced it on
 // every path (1.8-2.1x on the H200). It lives on here only as the independent oracle of
 // tri_gemm_wgmma_test: a second implementation of the same contract, compared value for value.
 // Stage 2: the triangle GEMM, one N x N x N product per (batch, channel), fp32 accumulate.
