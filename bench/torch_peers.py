@@ -73,6 +73,15 @@ class Weights(ctypes.Structure):
                     "g_out_bias")]
 
 
+class ForwardOptions(ctypes.Structure):
+    """foldcp_forward_options (include/foldcp_trimul.h): struct_size, channel group, stage_ms."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("group", ctypes.c_int64),
+                ("stage_ms", ctypes.POINTER(ctypes.c_float))]
+
+    def __init__(self, group=0):
+        super().__init__(ctypes.sizeof(ForwardOptions), group, ctypes.POINTER(ctypes.c_float)())
+
+
 class Ours:
     def __init__(self, path):
         self.lib = ctypes.CDLL(path)
@@ -83,13 +92,10 @@ class Ours:
         L.foldcp_trimul_destroy.argtypes = [ctypes.c_void_p]
         L.foldcp_trimul_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                                             ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t,
-                                            ctypes.c_void_p]
+                                            ctypes.POINTER(ForwardOptions), ctypes.c_void_p]
         L.foldcp_trimul_channel_group.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_size_t,
                                                                          ctypes.POINTER(ctypes.c_int64)]
         L.foldcp_trimul_workspace_size_group.argtypes = [ctypes.c_int64] * 4 + [ctypes.POINTER(ctypes.c_size_t)]
-        L.foldcp_trimul_forward_group.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                                  ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t,
-                                                  ctypes.c_int64, ctypes.c_void_p]
 
     def check(self, rc, what):
         if rc != 0:
@@ -127,15 +133,16 @@ class Ours:
 
     def forward_group(self, h, x, mask_u8, out, ws, group):
         B, N = x.shape[0], x.shape[1]
-        self.check(self.lib.foldcp_trimul_forward_group(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
-                                                        ws.data_ptr(), ws.numel(), group,
-                                                        torch.cuda.current_stream().cuda_stream), "forward_group")
+        opts = ForwardOptions(group)
+        self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
+                                                  ws.data_ptr(), ws.numel(), ctypes.byref(opts),
+                                                  torch.cuda.current_stream().cuda_stream), "forward (channel group)")
         return out
 
     def forward(self, h, x, mask_u8, out, ws):
         B, N = x.shape[0], x.shape[1]
         self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
-                                                  ws.data_ptr(), ws.numel(),
+                                                  ws.data_ptr(), ws.numel(), None,
                                                   torch.cuda.current_stream().cuda_stream), "forward")
         return out
 

@@ -48,8 +48,8 @@ if [[ $build_rc -ne 0 ]]; then
   exit 1
 fi
 if command -v cuobjdump >/dev/null 2>&1; then
-  echo "== SASS opcode histogram, tri_gemm_kernel<true> (outgoing)" >>"$out/build.log"
-  cuobjdump --dump-sass --function '_ZN6foldcp15tri_gemm_kernelILb1EEEvPK13__nv_bfloat16S3_Pfiiii' \
+  echo "== SASS opcode histogram, tri_gemm_wgmma_kernel<true, true> (outgoing, TMA-store epilogue)" >>"$out/build.log"
+  cuobjdump --dump-sass --function '_ZN6foldcp21tri_gemm_wgmma_kernelILb1ELb1EEEv14CUtensorMap_stS1_S1_NS_7ZTargetEiiii' \
     "$bdir/libfoldcp_native.so" 2>/dev/null | grep -oE '^\s+/\*[0-9a-f]{4}\*/\s+[A-Z0-9_.]+' | awk '{print $2}' \
     | sed 's/\..*//' | sort | uniq -c | sort -rn | head -25 >>"$out/build.log"
 fi

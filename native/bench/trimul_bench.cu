@@ -150,7 +150,7 @@ int main(int argc, char** argv) {
       cudaStream_t st;
       CUDA_OK(cudaStreamCreate(&st));
       for (int k = 0; k < 2; ++k)
-        if (foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws, st) != FOLDCP_OK) {
+        if (foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws, nullptr, st) != FOLDCP_OK) {
           printf("forward failed: %s\n", foldcp_last_error());
           return 1;
         }
@@ -161,7 +161,7 @@ int main(int argc, char** argv) {
       CUDA_OK(cudaEventCreate(&e1));
       for (int k = 0; k < iters; ++k) {
         CUDA_OK(cudaEventRecord(e0, st));
-        foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws, st);
+        foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws, nullptr, st);
         CUDA_OK(cudaEventRecord(e1, st));
         CUDA_OK(cudaEventSynchronize(e1));
         float ms = 0;
@@ -171,7 +171,9 @@ int main(int argc, char** argv) {
       std::vector<double> s1, s2, s3;
       for (int k = 0; k < 5; ++k) {
         float sm[3];
-        if (foldcp_trimul_forward_profiled(layer, dx, dm, dout, B, N, dws, ws, st, sm) != FOLDCP_OK) {
+        foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
+        opts.stage_ms = sm;
+        if (foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws, &opts, st) != FOLDCP_OK) {
           printf("profiled forward failed: %s\n", foldcp_last_error());
           return 1;
         }

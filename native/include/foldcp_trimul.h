@@ -12,8 +12,9 @@
  *
  * Usage: create a layer (uploads weights once, converted to bf16 on the device), query the
  * workspace size for (B, N, D), allocate it once, then call foldcp_trimul_forward as often as
- * needed. Everything stays on the device, so a stack of layers can run back to back on one
- * stream; out may be the same buffer as x (in place), which a layer stack can use.
+ * needed (options: a channel group, stage times). Everything stays on the device, so a stack of
+ * layers can run back to back on one stream; out may be the same buffer as x (in place), which
+ * a layer stack can use.
  *
  * Errors: every function returns a foldcp_status; on failure foldcp_last_error() (per calling
  * thread) holds a message that names the offending value and the rule, or the failing CUDA call.
@@ -78,11 +79,11 @@ int foldcp_trimul_check_shape(int64_t B, int64_t N, int64_t D);
 /* Device workspace bytes a forward of (B, N, D) needs (checks the shape first). */
 int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t D, size_t* bytes);
 
-/* Channel groups, for pair tensors whose intermediates do not fit at once: stages 1 and 2 run
- * once per group of `group` channels (a multiple of 32 in [32, D]; the last group may be
- * smaller), so the workspace holds a and b for one group plus z for all channels (stage 3's
- * LayerNorm needs them all). group = D is the ungrouped forward. The result is the same as
- * ungrouped, bit for bit (each channel is computed by the same arithmetic). */
+/* Channel groups (foldcp_forward_options.group), for pair tensors whose intermediates do not fit
+ * at once: stages 1 and 2 run once per group of `group` channels (a multiple of 32 in [32, D];
+ * the last group may be smaller), so the workspace holds a and b for one group plus z for all
+ * channels (stage 3's LayerNorm needs them all). group = D is the ungrouped forward. The result
+ * is the same as ungrouped, bit for bit (each channel is computed by the same arithmetic). */
 int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t D, int64_t group, size_t* bytes);
 /* The largest group whose workspace fits in bytes_available; FOLDCP_ERR_OUT_OF_MEMORY, with the
  * bytes needed for a group of 32, when none does. */
@@ -98,26 +99,39 @@ int foldcp_trimul_destroy(foldcp_trimul_layer* layer);
 /* D, direction and residual flag of a layer (any pointer may be NULL). */
 int foldcp_trimul_layer_info(const foldcp_trimul_layer* layer, int64_t* dim, int* direction, int* residual);
 
-/* One forward on the device, asynchronous on `stream` (NULL = legacy default stream).
+/* Options of one forward. Start from FOLDCP_FORWARD_OPTIONS_INIT, then set what you need:
+ *   foldcp_forward_options o = FOLDCP_FORWARD_OPTIONS_INIT;
+ *   o.group = 64;
+ * Passing NULL instead means all defaults. The struct grows at its end in later versions:
+ * struct_size (sizeof the caller's struct) tells the library which fields the caller has; a
+ * library older than the caller's header accepts the larger struct only while the fields it does
+ * not know are zero. */
+typedef struct foldcp_forward_options {
+  size_t struct_size; /* sizeof(foldcp_forward_options), as FOLDCP_FORWARD_OPTIONS_INIT sets it */
+  /* Channel group: stages 1 and 2 run once per group of `group` channels (a multiple of 32 in
+   * [32, D]; the last group may be smaller), for pair tensors whose intermediates do not fit at
+   * once; the workspace must then hold foldcp_trimul_workspace_size_group(B, N, D, group) bytes.
+   * The result equals the ungrouped forward's bit for bit. 0 (the default) = D, ungrouped. */
+  int64_t group;
+  /* Stage times, for benchmarks: NULL (the default), or a float[3] that receives, in ms,
+   * [0] LN_in + input projection + gates, [1] triangle GEMM (each summed over the channel
+   * groups), [2] LN_out + output projection + gate (+ residual). Timed with CUDA events around
+   * the launches; the call then returns only when the forward's kernels on `stream` are done. */
+  float* stage_ms;
+} foldcp_forward_options;
+
+#define FOLDCP_FORWARD_OPTIONS_INIT {sizeof(foldcp_forward_options), 0, NULL}
+
+/* One forward on the device, asynchronous on `stream` (NULL = legacy default stream) unless
+ * opts asks for stage times.
  * x, out: device bf16 (B, N, N, D), 16-byte aligned; out may equal x (in place) but must not
  * otherwise overlap it. mask: device uint8 (B, N, N) or NULL. workspace: device memory of at
- * least foldcp_trimul_workspace_size(B, N, D) bytes, 256-byte aligned, not overlapping x/out.
- * The current device must be the layer's. */
+ * least foldcp_trimul_workspace_size(B, N, D) bytes (foldcp_trimul_workspace_size_group with a
+ * channel group), 256-byte aligned, not overlapping x/out. opts: NULL for the defaults, or see
+ * foldcp_forward_options. The current device must be the layer's. */
 int foldcp_trimul_forward(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out, int64_t B,
-                          int64_t N, void* workspace, size_t workspace_bytes, foldcp_stream_t stream);
-
-/* foldcp_trimul_forward in channel groups of `group` channels (0 = D); the workspace must hold
- * foldcp_trimul_workspace_size_group(B, N, D, group) bytes. */
-int foldcp_trimul_forward_group(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
-                                int64_t B, int64_t N, void* workspace, size_t workspace_bytes, int64_t group,
-                                foldcp_stream_t stream);
-
-/* As foldcp_trimul_forward, but times each stage with CUDA events and waits for the stream:
- * stage_ms[0] = LN_in + projection + gates, [1] = triangle GEMM, [2] = LN_out + output
- * projection + gate (+ residual). For benchmarks. */
-int foldcp_trimul_forward_profiled(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
-                                   int64_t B, int64_t N, void* workspace, size_t workspace_bytes,
-                                   foldcp_stream_t stream, float stage_ms[3]);
+                          int64_t N, void* workspace, size_t workspace_bytes, const foldcp_forward_options* opts,
+                          foldcp_stream_t stream);
 
 /* The input check for NaN and Inf on the device, asynchronous on `stream`: counts the bf16 values
  * of x (`count` of them, x 16-byte aligned) whose exponent bits are all ones and finds the first.

@@ -1,27 +1,25 @@
-// Host API of the single-GPU TriMul (include/foldcp_trimul.h): argument checks with messages
-// that name the value and the rule, weight upload, workspace layout, and the three launches.
+// The single-GPU C API (include/foldcp_trimul.h), less the layers (trimul_layer.cu): the
+// per-thread error message, argument checks with messages that name the value and the rule,
+// workspace sizes, and the forward, which launches the three stages (once per channel group for
+// stages 1 and 2) and times them when asked.
 #include <algorithm>
-#include <cmath>
 #include <cstdarg>
+#include <cstddef>
 #include <cstdio>
-#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
-#include "foldcp_trimul.h"
-#include "trimul_internal.h"
-
-struct foldcp_trimul_layer {
-  int device = -1;
-  foldcp::DevLayer dl{};
-  void* w_in = nullptr;   // bf16
-  void* w_out = nullptr;  // bf16
-  float* vecs = nullptr;  // fp32 vectors
-};
+#include "trimul_api.h"
 
 namespace {
 
 thread_local std::string g_err;
+
+}  // namespace
+
+namespace foldcp {
+namespace api {
 
 int fail(int status, const char* fmt, ...) {
   char buf[1024];
@@ -33,16 +31,20 @@ int fail(int status, const char* fmt, ...) {
   return status;
 }
 
-int cuda_fail(cudaError_t e, const char* what, int line) {
+int cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
   const int st = (e == cudaErrorMemoryAllocation) ? FOLDCP_ERR_OUT_OF_MEMORY : FOLDCP_ERR_CUDA;
-  return fail(st, "%s failed: %s (%s) [trimul_api.cu:%d]", what, cudaGetErrorName(e), cudaGetErrorString(e), line);
+  const char* base = std::strrchr(file, '/');
+  return fail(st, "%s failed: %s (%s) [%s:%d]", what, cudaGetErrorName(e), cudaGetErrorString(e),
+              base ? base + 1 : file, line);
 }
 
-#define CK(call)                                                  \
-  do {                                                            \
-    cudaError_t e_ = (call);                                      \
-    if (e_ != cudaSuccess) return cuda_fail(e_, #call, __LINE__); \
-  } while (0)
+int check_dim(int64_t D) {
+  if (D < 32 || D > 256 || D % 32 != 0)
+    return fail(FOLDCP_ERR_INVALID_ARGUMENT,
+                "D = %lld is not supported: the tensor-core kernels need D to be a multiple of 32 in [32, 256]",
+                (long long)D);
+  return FOLDCP_OK;
+}
 
 int check_shape(int64_t B, int64_t N, int64_t D) {
   if (B < 1 || B > 65535)
@@ -51,10 +53,7 @@ int check_shape(int64_t B, int64_t N, int64_t D) {
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "N = %lld is out of range: N must be in [1, 65408] (any N is padded internally to a multiple of 128)",
                 (long long)N);
-  if (D < 32 || D > 256 || D % 32 != 0)
-    return fail(FOLDCP_ERR_INVALID_ARGUMENT,
-                "D = %lld is not supported: the tensor-core kernels need D to be a multiple of 32 in [32, 256]",
-                (long long)D);
+  if (int st = check_dim(D)) return st;
   if (B * D > 65535)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "B * D = %lld is too large: the triangle GEMM grid needs B * D <= 65535 (B = %lld, D = %lld)",
@@ -62,22 +61,27 @@ int check_shape(int64_t B, int64_t N, int64_t D) {
   return FOLDCP_OK;
 }
 
+}  // namespace api
+
+int set_error(int status, const std::string& message) {
+  g_err = message;
+  return status;
+}
+void clear_error() { g_err.clear(); }
+
+}  // namespace foldcp
+
+using foldcp::api::check_shape;
+using foldcp::api::cuda_fail;
+using foldcp::api::fail;
+
+namespace {
+
 int check_group(int64_t D, int64_t group) {
   if (group < 32 || group > D || group % 32 != 0)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "channel group = %lld is not supported: it must be a multiple of 32 in [32, D = %lld]",
                 (long long)group, (long long)D);
-  return FOLDCP_OK;
-}
-
-int check_vec(const float* p, size_t n, const char* name, bool optional) {
-  if (p == nullptr) {
-    if (optional) return FOLDCP_OK;
-    return fail(FOLDCP_ERR_INVALID_ARGUMENT, "%s is NULL: it is required (%zu floats)", name, n);
-  }
-  for (size_t k = 0; k < n; ++k)
-    if (!std::isfinite(p[k]))
-      return fail(FOLDCP_ERR_INVALID_ARGUMENT, "%s[%zu] = %g: weights must be finite", name, k, (double)p[k]);
   return FOLDCP_OK;
 }
 
@@ -97,29 +101,32 @@ int check_device_ptr(const void* p, const char* name) {
   return FOLDCP_OK;
 }
 
+// The options of a forward (NULL: the defaults). A caller's struct may be larger than this
+// library's (built against a newer header) as long as the fields this library does not know are
+// zero, i.e. unused.
+int read_options(const foldcp_forward_options* o, int64_t* group, float** stage_ms) {
+  *group = 0;
+  *stage_ms = nullptr;
+  if (o == nullptr) return FOLDCP_OK;
+  constexpr size_t kFirstVersion = offsetof(foldcp_forward_options, stage_ms) + sizeof(float*);
+  if (o->struct_size < kFirstVersion)
+    return fail(FOLDCP_ERR_INVALID_ARGUMENT,
+                "options->struct_size = %zu: must be sizeof(foldcp_forward_options) (%zu here); initialize the "
+                "options with FOLDCP_FORWARD_OPTIONS_INIT",
+                o->struct_size, sizeof(foldcp_forward_options));
+  const unsigned char* bytes = reinterpret_cast<const unsigned char*>(o);
+  for (size_t k = sizeof(foldcp_forward_options); k < o->struct_size; ++k)
+    if (bytes[k] != 0)
+      return fail(FOLDCP_ERR_INVALID_ARGUMENT,
+                  "options->struct_size = %zu and byte %zu is set: this library knows the first %zu bytes of "
+                  "foldcp_forward_options only, so it cannot honour the newer options",
+                  o->struct_size, k, sizeof(foldcp_forward_options));
+  *group = o->group;
+  *stage_ms = o->stage_ms;
+  return FOLDCP_OK;
+}
+
 }  // namespace
-
-namespace foldcp {
-const DevLayer* dev_layer(const foldcp_trimul_layer* layer, int* device) {
-  if (layer == nullptr) return nullptr;
-  if (device) *device = layer->device;
-  return &layer->dl;
-}
-
-int set_error(int status, const std::string& message) {
-  g_err = message;
-  return status;
-}
-void clear_error() { g_err.clear(); }
-
-bool ws_pad_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("FOLDCP_WS_PAD");
-    return !(v != nullptr && v[0] == '0');
-  }();
-  return on;
-}
-}  // namespace foldcp
 
 extern "C" {
 
@@ -194,164 +201,13 @@ int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t D, void* workspa
   return FOLDCP_OK;
 }
 
-int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** layer) {
+int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uint8_t* mask, void* out, int64_t B,
+                          int64_t N, void* ws, size_t ws_bytes, const foldcp_forward_options* opts,
+                          foldcp_stream_t stream) {
   g_err.clear();
-  if (layer == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL: pass where to store the new layer");
-  *layer = nullptr;
-  if (w == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "weights is NULL");
-  const int64_t D = w->dim;
-  if (D < 32 || D > 256 || D % 32 != 0)
-    return fail(FOLDCP_ERR_INVALID_ARGUMENT,
-                "D = %lld is not supported: the tensor-core kernels need D to be a multiple of 32 in [32, 256]",
-                (long long)D);
-  if (w->direction != FOLDCP_OUTGOING && w->direction != FOLDCP_INCOMING)
-    return fail(FOLDCP_ERR_INVALID_ARGUMENT, "direction = %d: must be 0 (outgoing) or 1 (incoming)", w->direction);
-  if (!(w->eps > 0.f) || !std::isfinite(w->eps))
-    return fail(FOLDCP_ERR_INVALID_ARGUMENT, "eps = %g: the LayerNorm eps must be finite and > 0", (double)w->eps);
-  const size_t d = (size_t)D;
-  if (int st = check_vec(w->norm_in_weight, d, "norm_in.weight", false)) return st;
-  if (int st = check_vec(w->norm_in_bias, d, "norm_in.bias", false)) return st;
-  if (int st = check_vec(w->p_in_weight, 2 * d * d, "p_in.weight", false)) return st;
-  if (int st = check_vec(w->g_in_weight, 2 * d * d, "g_in.weight", false)) return st;
-  if (int st = check_vec(w->norm_out_weight, d, "norm_out.weight", false)) return st;
-  if (int st = check_vec(w->norm_out_bias, d, "norm_out.bias", false)) return st;
-  if (int st = check_vec(w->p_out_weight, d * d, "p_out.weight", false)) return st;
-  if (int st = check_vec(w->g_out_weight, d * d, "g_out.weight", false)) return st;
-  if (int st = check_vec(w->p_in_bias, 2 * d, "p_in.bias", true)) return st;
-  if (int st = check_vec(w->g_in_bias, 2 * d, "g_in.bias", true)) return st;
-  if (int st = check_vec(w->p_out_bias, d, "p_out.bias", true)) return st;
-  if (int st = check_vec(w->g_out_bias, d, "g_out.bias", true)) return st;
-
-  int dev = -1;
-  {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess || count == 0) {
-      cudaGetLastError();
-      return fail(FOLDCP_ERR_UNSUPPORTED_DEVICE, "no CUDA device is usable: %s",
-                  e != cudaSuccess ? cudaGetErrorString(e) : "device count is 0");
-    }
-  }
-  CK(cudaGetDevice(&dev));
-  cudaDeviceProp prop{};
-  CK(cudaGetDeviceProperties(&prop, dev));
-  if (prop.major != 9 || prop.minor != 0)
-    return fail(FOLDCP_ERR_UNSUPPORTED_DEVICE,
-                "device %d (%s) is sm_%d%d: this library is built for sm_90a (Hopper: H100/H200) only", dev,
-                prop.name, prop.major, prop.minor);
-  CK(foldcp::prepare_kernels((int)D));
-
-  // Rearranged fp32 copies on the host; converted to bf16 on the device.
-  std::vector<float> win(4 * d * d), wout(2 * d * d), vecs(10 * d, 0.f);
-  for (size_t grp = 0; grp < d / 8; ++grp) {
-    for (size_t r = 0; r < 8; ++r) {
-      const size_t c = grp * 8 + r;
-      for (size_t k = 0; k < d; ++k) {
-        win[((grp * 32) + r) * d + k] = w->p_in_weight[c * d + k];
-        win[((grp * 32) + 8 + r) * d + k] = w->g_in_weight[c * d + k];
-        win[((grp * 32) + 16 + r) * d + k] = w->p_in_weight[(d + c) * d + k];
-        win[((grp * 32) + 24 + r) * d + k] = w->g_in_weight[(d + c) * d + k];
-        wout[((grp * 16) + r) * d + k] = w->p_out_weight[c * d + k];
-        wout[((grp * 16) + 8 + r) * d + k] = w->g_out_weight[c * d + k];
-      }
-    }
-  }
-  auto put = [&](size_t off, const float* src, size_t n) {
-    if (src)
-      for (size_t k = 0; k < n; ++k) vecs[off + k] = src[k];
-  };
-  put(0 * d, w->norm_in_weight, d);
-  put(1 * d, w->norm_in_bias, d);
-  put(2 * d, w->norm_out_weight, d);
-  put(3 * d, w->norm_out_bias, d);
-  put(4 * d, w->p_in_bias, 2 * d);
-  put(6 * d, w->g_in_bias, 2 * d);
-  put(8 * d, w->p_out_bias, d);
-  put(9 * d, w->g_out_bias, d);
-
-  foldcp_trimul_layer* L = new foldcp_trimul_layer();
-  L->device = dev;
-  float* tmp = nullptr;
-  auto cleanup = [&]() {
-    if (tmp) cudaFree(tmp);
-    foldcp_trimul_destroy(L);
-  };
-#define CKC(call)                                  \
-  do {                                             \
-    cudaError_t e_ = (call);                       \
-    if (e_ != cudaSuccess) {                       \
-      int st_ = cuda_fail(e_, #call, __LINE__);    \
-      std::string m_ = g_err;                      \
-      cleanup();                                   \
-      g_err = m_;                                  \
-      return st_;                                  \
-    }                                              \
-  } while (0)
-  CKC(cudaMalloc(&L->w_in, win.size() * 2));
-  CKC(cudaMalloc(&L->w_out, wout.size() * 2));
-  CKC(cudaMalloc(&L->vecs, vecs.size() * 4));
-  CKC(cudaMalloc(&tmp, win.size() * 4));
-  CKC(cudaMemcpy(L->vecs, vecs.data(), vecs.size() * 4, cudaMemcpyHostToDevice));
-  CKC(cudaMemcpy(tmp, win.data(), win.size() * 4, cudaMemcpyHostToDevice));
-  CKC(foldcp::launch_f32_to_bf16(tmp, L->w_in, win.size(), 0));
-  CKC(cudaDeviceSynchronize());
-  CKC(cudaMemcpy(tmp, wout.data(), wout.size() * 4, cudaMemcpyHostToDevice));
-  CKC(foldcp::launch_f32_to_bf16(tmp, L->w_out, wout.size(), 0));
-  CKC(cudaDeviceSynchronize());
-  CKC(cudaFree(tmp));
-  tmp = nullptr;
-#undef CKC
-
-  foldcp::DevLayer& dl = L->dl;
-  dl.dim = (int)D;
-  dl.direction = w->direction;
-  dl.residual = w->residual ? 1 : 0;
-  dl.eps = w->eps;
-  dl.w_in = L->w_in;
-  dl.w_out = L->w_out;
-  dl.ln_in_w = L->vecs + 0 * d;
-  dl.ln_in_b = L->vecs + 1 * d;
-  dl.ln_out_w = L->vecs + 2 * d;
-  dl.ln_out_b = L->vecs + 3 * d;
-  dl.p_in_b = L->vecs + 4 * d;
-  dl.g_in_b = L->vecs + 6 * d;
-  dl.p_out_b = L->vecs + 8 * d;
-  dl.g_out_b = L->vecs + 9 * d;
-  *layer = L;
-  return FOLDCP_OK;
-}
-
-int foldcp_trimul_destroy(foldcp_trimul_layer* L) {
-  if (L == nullptr) return FOLDCP_OK;
-  int prev = -1;
-  const bool have_prev = cudaGetDevice(&prev) == cudaSuccess;
-  if (L->device >= 0) cudaSetDevice(L->device);
-  cudaError_t e = cudaSuccess;
-  for (void* p : {L->w_in, L->w_out, (void*)L->vecs}) {
-    if (p) {
-      cudaError_t e2 = cudaFree(p);
-      if (e == cudaSuccess) e = e2;
-    }
-  }
-  if (have_prev) cudaSetDevice(prev);
-  delete L;
-  if (e != cudaSuccess) return cuda_fail(e, "cudaFree(layer weights)", __LINE__);
-  return FOLDCP_OK;
-}
-
-int foldcp_trimul_layer_info(const foldcp_trimul_layer* L, int64_t* dim, int* direction, int* residual) {
-  g_err.clear();
-  if (L == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL");
-  if (dim) *dim = L->dl.dim;
-  if (direction) *direction = L->dl.direction;
-  if (residual) *residual = L->dl.residual;
-  return FOLDCP_OK;
-}
-
-static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8_t* mask, void* out, int64_t B,
-                        int64_t N, void* ws, size_t ws_bytes, int64_t group, foldcp_stream_t stream,
-                        float* stage_ms) {
-  g_err.clear();
+  int64_t group = 0;
+  float* stage_ms = nullptr;
+  if (int st = read_options(opts, &group, &stage_ms)) return st;
   if (L == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL");
   const int64_t D = L->dl.dim;
   if (int st = check_shape(B, N, D)) return st;
@@ -384,7 +240,7 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
       return fail(FOLDCP_ERR_INVALID_ARGUMENT, "workspace = %p overlaps x or out: it must be separate memory", ws);
   }
   int dev = -1;
-  CK(cudaGetDevice(&dev));
+  FOLDCP_CK(cudaGetDevice(&dev));
   if (dev != L->device)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "the current device is %d but the layer lives on device %d: call cudaSetDevice(%d) first", dev,
@@ -409,7 +265,7 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
   std::vector<cudaEvent_t> ev(nev, nullptr);
   int st = FOLDCP_OK;
   auto step = [&](cudaError_t e, const char* what, int line) {
-    if (st == FOLDCP_OK && e != cudaSuccess) st = cuda_fail(e, what, line);
+    if (st == FOLDCP_OK && e != cudaSuccess) st = cuda_fail(e, what, __FILE__, line);
   };
   for (int k = 0; k < nev && st == FOLDCP_OK; ++k) step(cudaEventCreate(&ev[k]), "cudaEventCreate", __LINE__);
   int evk = 0;
@@ -443,24 +299,6 @@ static int forward_impl(const foldcp_trimul_layer* L, const void* x, const uint8
   for (cudaEvent_t e : ev)
     if (e) cudaEventDestroy(e);
   return st;
-}
-
-int foldcp_trimul_forward(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out, int64_t B,
-                          int64_t N, void* workspace, size_t workspace_bytes, foldcp_stream_t stream) {
-  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, 0, stream, nullptr);
-}
-
-int foldcp_trimul_forward_group(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
-                                int64_t B, int64_t N, void* workspace, size_t workspace_bytes, int64_t group,
-                                foldcp_stream_t stream) {
-  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, group, stream, nullptr);
-}
-
-int foldcp_trimul_forward_profiled(const foldcp_trimul_layer* layer, const void* x, const uint8_t* mask, void* out,
-                                   int64_t B, int64_t N, void* workspace, size_t workspace_bytes,
-                                   foldcp_stream_t stream, float stage_ms[3]) {
-  if (stage_ms == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "stage_ms is NULL: pass a float[3]");
-  return forward_impl(layer, x, mask, out, B, N, workspace, workspace_bytes, 0, stream, stage_ms);
 }
 
 }  // extern "C"

@@ -1,5 +1,6 @@
-// Internal interface between the host API (trimul_api.cu) and the kernel files, plus the
-// workspace layout, which the tests also use to check each stage on its own.
+// Internal interface between the host code (the C API: trimul_api.cu, trimul_layer.cu; the CP
+// library: cp/) and the three stage files, plus the workspace layout, which the tests also use to
+// check each stage on its own.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -15,36 +16,52 @@ using bf16_raw = unsigned short;
 constexpr int64_t kPad = 128;
 inline int64_t padded_n(int64_t n) { return (n + kPad - 1) / kPad * kPad; }
 
+// Every a/b plane stride, and the one-GPU z plane stride, holds 128 elements (256 bytes) more
+// than the plane, so that the B * D planes do not sit at power-of-two distances (DRAM partition
+// camping). native/NOTES-gpu.md measured no difference either way (2026-11-29); the padded
+// layout is the one the tests and the CP buffers were built with, and the only one.
+constexpr int64_t kPlanePad = 128;
+inline int64_t ab_plane_stride(int64_t np) { return np * np + kPlanePad; }
+
+// Buffers inside a workspace or a CP plan start 256-byte aligned.
+constexpr size_t kBufAlign = 256;
+inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+// The a, b and z sections of one buffer (a and b of ab_bytes each, then z of z_bytes), each
+// 256-byte aligned: the one-GPU workspace and the CP plan's receive buffers.
+struct AbzSections {
+  size_t a_off, b_off, z_off, total;
+};
+inline AbzSections abz_sections(size_t ab_bytes, size_t z_bytes) {
+  const size_t ab = align_up(ab_bytes, kBufAlign);
+  return AbzSections{0, ab, 2 * ab, 2 * ab + align_up(z_bytes, kBufAlign)};
+}
+
 // Workspace: a and b (bf16, [B][D] planes of Np x Np, a_ws[b][c][row][col] = a[b,row,col,c] for
 // both directions; rows/cols >= N are zero), then z (bf16, channel-major [B][D] planes of N x Np:
 // z[b][c][i][j], columns >= N unused). z is bf16 since issue 10: the triangle GEMM accumulates in
 // fp32 and rounds once on the store, which halves stage 2's stores and stage 3's reads (34 GB ->
 // 17 GB at (1,4096,256)) for about 15 % more error against float64 (still about half the 1e-2
-// contract at the largest shapes; native/NOTES-gpu.md). Plane strides sab / sz (elements) are padded by 256 bytes
-// so that the B*D planes do not sit at power-of-two distances (DRAM partition camping); the
-// environment variable FOLDCP_WS_PAD=0 turns the padding off (for measurements).
+// contract at the largest shapes; native/NOTES-gpu.md). Plane strides sab / sz (elements) are
+// padded by kPlanePad.
 struct WsLayout {
   int64_t np;
   int64_t sab;  // elements between channel planes of a / b
   int64_t sz;   // elements (bf16) between channel planes of z
   size_t a_off, b_off, z_off, total;
 };
-inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-bool ws_pad_enabled();
 // `group` channels of a and b at a time (a channel group: stages 1 and 2 run once per group;
 // z always holds all D channels, since LN_out in stage 3 needs them); group = D is the whole.
 inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D, int64_t group) {
   WsLayout l{};
-  const bool pad = ws_pad_enabled();
   l.np = padded_n(N);
-  l.sab = l.np * l.np + (pad ? 128 : 0);
-  l.sz = N * l.np + (pad ? 128 : 0);
-  const size_t ab = align_up((size_t)B * group * l.sab * 2, 256);
-  const size_t z = align_up((size_t)B * D * l.sz * 2, 256);
-  l.a_off = 0;
-  l.b_off = ab;
-  l.z_off = 2 * ab;
-  l.total = 2 * ab + z;
+  l.sab = ab_plane_stride(l.np);
+  l.sz = N * l.np + kPlanePad;
+  const AbzSections s = abz_sections((size_t)B * group * l.sab * 2, (size_t)B * D * l.sz * 2);
+  l.a_off = s.a_off;
+  l.b_off = s.b_off;
+  l.z_off = s.z_off;
+  l.total = s.total;
   return l;
 }
 inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D) { return ws_layout(B, N, D, D); }
@@ -67,7 +84,7 @@ struct DevLayer {
 };
 
 // ---- Store targets: where the epilogues of stages 1 and 2 write. On one GPU there is one
-// destination (this GPU's workspace); under context parallelism (cp_trimul.cu) there is one per
+// destination (this GPU's workspace); under context parallelism (cp/cp_plan.cu) there is one per
 // rank, and the same kernels write each value straight into the buffer of the rank that owns it:
 // the two all-to-all reshards ride the epilogues' stores (docs/design.md section 2). A destination
 // pointer is a peer pointer (nvshmem_ptr) or a local staging area that puts forward afterwards.
@@ -91,8 +108,8 @@ struct AbTarget {
 // < store_cols; a token is valid (else a = b = 0) when it lies inside x, its global position
 // (g_row0 + i, g_col0 + k) lies inside the N x N grid (n_valid), and its mask is nonzero.
 // Channels: chans = 0 computes all D; otherwise channels chan0 .. chan0 + chans - 1 (both
-// multiples of 32: a channel group, see foldcp_trimul_forward_group), stored as if they were the
-// first chans channels (AbTarget channel c - chan0). Only the wgmma kernel takes a group.
+// multiples of 32: a channel group, see foldcp_forward_options.group), stored as if they were the
+// first chans channels (AbTarget channel c - chan0).
 struct ProjInGeom {
   int64_t x_rows, x_cols;
   int64_t out_rows, out_cols, store_cols;
@@ -126,51 +143,46 @@ const DevLayer* dev_layer(const foldcp_trimul_layer* layer, int* device);
 int set_error(int status, const std::string& message);
 void clear_error();
 
-// Each returns the launch error (cudaGetLastError) of its kernels.
-cudaError_t prepare_kernels(int dim);  // raises dynamic shared-memory limits, once per process/device
-// Stages 1 and 2 on one GPU for the channels chan0 .. chan0 + chans - 1 (a channel group; all D
-// when chans = D): a and b hold the group's chans planes, z all D planes.
-cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
-                           int64_t B, int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s);
-cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B,
-                            int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
-cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
-                            int64_t sz, cudaStream_t s);
-// The general forms the single-GPU launchers above call with one destination, and the CP
-// forward with one per rank. Planes of a/b read by stage 2: B * dloc, each np x np (stride sab).
-// Stage 3 reads z as (B, D) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D).
+// ---- The three stages, one kernel file each. Every launcher returns the launch error
+// (cudaGetLastError) of its kernel, or cudaErrorInvalidValue for an input its kernel cannot take:
+// TMA needs 16-byte aligned x, out, a/b planes and z rows, and the tile indices are ints. The C
+// API (trimul_api.cu) and the CP plan (cp/cp_plan.cu, cp/cp_forward.cu) check alignment, D and
+// the shape limits first, so that a real input never meets that answer (the int limits lie
+// beyond any workspace a GPU holds).
+//
+// Stage 1 (stage1_proj_in.cu): LN_in + input projections + gates + mask, a and b stored
+// channel-major through an AbTarget. The general form takes the ProjInGeom of a CP tile or the
+// whole grid; launch_proj_in is one GPU's: the channels chan0 .. chan0 + chans - 1 (a channel
+// group; all D when chans = D) into this workspace's a and b (chans planes each).
 cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
                               const AbTarget& t, int64_t B, cudaStream_t s);
+cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
+                           int64_t B, int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s);
+// Stage 2 (stage2_tri_gemm.cu): the triangle GEMM of B * t.dloc planes of a/b (np x np each,
+// plane stride sab), z stored through a ZTarget. Needs np % 128 == 0, 16-byte aligned a_ws/b_ws
+// and an even sab, and z rows that start 16-byte aligned (z[o], ld[o] and plane[o] multiples of
+// 8 elements; tile_cols too when there is more than one destination: the epilogue stores 8
+// columns at a time). The _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use
+// it to run many tiles per CTA). launch_tri_gemm is one GPU's: the group's planes into this
+// workspace's z planes chan0 .. (of all D).
 cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                const ZTarget& t, int64_t B, cudaStream_t s);
-// launch_tri_gemm_to runs the wgmma + TMA kernel (tri_gemm_wgmma.cu): needs np % 128 == 0,
-// 16-byte aligned a_ws/b_ws and an even sab (TMA), and z rows that start 16-byte aligned (z[o],
-// ld[o] and plane[o] multiples of 8 elements; tile_cols too when there is more than one
-// destination: the epilogue stores 8 columns at a time); returns cudaErrorInvalidValue otherwise. The
-// _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use it to run many tiles per
-// CTA). launch_tri_gemm_mma_to is the mma.sync version (tests/tri_gemm_mma_oracle.cu), on no path: the test's
-// oracle, same arguments and output.
-cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                     const ZTarget& t, int64_t B, cudaStream_t s);
-cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                       const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas);
-cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                   const ZTarget& t, int64_t B, cudaStream_t s);
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
-                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
-// Stages 1 and 3 run the wgmma kernels of proj_wgmma.cu (launch_proj_in / launch_proj_out call
-// them); the mma.sync kernels of proj_kernels.cu (launch_proj_in_to / launch_proj_out_tile) are
-// their fallback for inputs TMA cannot address.
-cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream_t s);
-// Stages 1 and 3 on wgmma + TMA (proj_wgmma.cu): the same arguments and outputs as
-// launch_proj_in_to / launch_proj_out_tile (proj_kernels.cu), up to the fp32 summation order.
-// Every D of the library (multiples of 32 in [32, 256]) has a wgmma version; inputs the TMA path
-// cannot take (x not 16-byte aligned, empty or over-int grids) go to the mma.sync kernel inside
-// these functions.
-cudaError_t launch_proj_in_wgmma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
-                                    const AbTarget& t, int64_t B, cudaStream_t s);
-cudaError_t launch_proj_out_wgmma_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
-                                       int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
+cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                 const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas);
+cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B,
+                            int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
+// Stage 3 (stage3_proj_out.cu): LN_out + output projection + gate + residual. The tile form
+// reads z as (B, D) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D);
+// launch_proj_out is one GPU's: the workspace's z for (B, N, N).
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
+                                 int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
+                            int64_t sz, cudaStream_t s);
+// Raise the dynamic shared-memory limits of the stage 1 / stage 3 kernels of D on the current
+// device (once per process and device; their launchers do it too). foldcp_trimul_create calls
+// them, so that a layer is only made where its kernels load.
+cudaError_t prepare_proj_in(int dim);
+cudaError_t prepare_proj_out(int dim);
 
 }  // namespace foldcp
 

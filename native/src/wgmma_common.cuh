@@ -1,8 +1,9 @@
-// Device helpers of the Hopper asynchronous path (sm_90a), shared by the wgmma kernels
-// (tri_gemm_wgmma.cu, proj_wgmma.cu): mbarriers with a watchdog, TMA loads, wgmma shared-memory
-// descriptors and fences, setmaxnreg, and the host-side look-up of cuTensorMapEncodeTiled.
-// Moved out of tri_gemm_wgmma.cu unchanged; the projection kernels add their own wgmma shapes
-// in proj_wgmma.cu.
+// Device helpers of the Hopper asynchronous path (sm_90a), written once for the three wgmma
+// kernels (stage1_proj_in.cu, stage2_tri_gemm.cu, stage3_proj_out.cu): the CTA shape they share,
+// mbarriers with a watchdog, a ring position, TMA loads and stores, wgmma shared-memory
+// descriptors, fences and the wgmma shapes the kernels use, setmaxnreg, named barriers; and on
+// the host the look-up of cuTensorMapEncodeTiled, the one tensor-map layout, and the raising of a
+// kernel's shared-memory limit.
 #pragma once
 #include <cuda.h>          // CUtensorMap and its enums (types only: the driver entry point is looked up)
 #include <cudaTypedefs.h>  // PFN_cuTensorMapEncodeTiled_v12000
@@ -20,6 +21,15 @@
 #endif
 
 namespace foldcp {
+
+// The CTA of every wgmma kernel: one producer warpgroup (TMA loads) and two consumer warpgroups
+// (wgmma + epilogue), one CTA per SM. The producers give registers back (setmaxnreg.dec) so that
+// the consumers can have more: 128 * 40 + 256 * 232 = 64512 <= 65536 registers of the SM.
+namespace wgcta {
+constexpr int CONSUMERS = 2;                    // consumer warpgroups
+constexpr int THREADS = 128 * (1 + CONSUMERS);  // 384
+constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+}  // namespace wgcta
 
 // ---------------------------------------------------------------- mbarrier (shared::cta)
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -73,6 +83,29 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
   }
 #endif
 }
+// After mbar_init (by the initializing thread, before the CTA synchronizes): makes the
+// initialized barriers visible to the async proxy (the TMA unit completes transactions on them).
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Position in a ring of STAGES slots, each with a full and an empty barrier: producer and
+// consumers walk the same sequence of uses, so use u is slot u % STAGES in phase (u / STAGES) & 1.
+// The producer waits on a slot's empty barrier with parity phase ^ 1 (a fresh barrier's
+// "previous" phase counts as complete, so its first STAGES waits return at once), the consumers
+// on its full barrier with parity phase.
+template <int STAGES>
+struct RingPos {
+  int slot = 0;
+  uint32_t phase = 0;
+  __device__ __forceinline__ void next() {
+    if (++slot == STAGES) {
+      slot = 0;
+      phase ^= 1u;
+    }
+  }
+};
 
 // ---------------------------------------------------------------- TMA
 // 3D tiled load of the box at (c0 innermost, c1, c2) into 1024-aligned shared memory, completing
@@ -108,16 +141,20 @@ __device__ __forceinline__ void wgmma_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 
+// The wgmma shapes of the three kernels. Accumulator operands are named 8 at a time (ACC8).
+// scale_d = 0 ignores (overwrites) d; each wrapper is one wgmma.mma_async, issued after
+// wgmma_fence and completed through wgmma_commit / wgmma_wait.
+#define ACC8(i)                                                                                    \
+  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
+      "+f"(d[i + 6]), "+f"(d[i + 7])
+
 // d[64 x 256] (+)= A[64 x 16] * B[16 x 256], both from shared memory through descriptors.
 // TRANS = 0: A is K-major (M x K, K contiguous) and B is K-major (N x K, K contiguous);
-// TRANS = 1: both are M/N-major (imm-trans-a = imm-trans-b = 1). scale_d = 0 ignores d.
+// TRANS = 1: both are M/N-major (imm-trans-a = imm-trans-b = 1).
 // Accumulator fragment (per thread of the warpgroup, warp w, lane l): d[4j + 2h + e] is row
 // 16 w + l / 4 + 8 h, column 8 j + 2 (l % 4) + e (j < 32, h, e in {0, 1}).
 template <int TRANS>
 __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, uint64_t db, int scale_d) {
-#define ACC8(i)                                                                                        \
-  "+f"(d[i + 0]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), \
-      "+f"(d[i + 6]), "+f"(d[i + 7])
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
@@ -137,8 +174,61 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], uint64_t da, u
         ACC8(80), ACC8(88), ACC8(96), ACC8(104), ACC8(112), ACC8(120)
       : "l"(da), "l"(db), "r"(scale_d), "n"(TRANS)
       : "memory");
-#undef ACC8
 }
+
+// d[64 x 128] (+)= A[64 x 16] (registers) * B[16 x 128] (shared memory, K-major, descriptor db).
+// A fragment of thread l of warp w of the warpgroup (the mma.m16n8k16 A layout for rows
+// 16 w .. 16 w + 15): a[0] = (row l/4, cols 2(l%4) + {0,1}), a[1] = row + 8, a[2] = cols + 8,
+// a[3] = row + 8 and cols + 8. Accumulator d[4j + 2h + e] = (row 16 w + l/4 + 8 h, col 8 j + 2(l%4) + e).
+__device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24), ACC8(32), ACC8(40), ACC8(48), ACC8(56)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
+      : "memory");
+}
+
+// d[64 x 64] (+)= A[64 x 16] * B[16 x 64], both K-major in shared memory (descriptors da, db).
+__device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, %32, %33, p, 1, 1, 0, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+      : "l"(da), "l"(db), "r"(scale_d)
+      : "memory");
+}
+
+// d[64 x 64] (+)= A[64 x 16] (registers, layout as in wgmma_m64n128k16_rs) * B[16 x 64] (descriptor).
+__device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const uint32_t (&a)[4], uint64_t db, int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n"
+      "}\n"
+      : ACC8(0), ACC8(8), ACC8(16), ACC8(24)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d)
+      : "memory");
+}
+#undef ACC8
 
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() {
@@ -149,7 +239,7 @@ __device__ __forceinline__ void setmaxnreg_dec() {
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
 }
 
-// ---------------------------------------------------------------- added for proj_wgmma.cu
+// ---------------------------------------------------------------- bulk copies, named barriers, proxy fences
 // 2D / 4D tiled TMA loads (as tma_load_3d; coordinates innermost first).
 __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int c0, int c1, uint32_t bar) {
   asm volatile(
@@ -255,6 +345,26 @@ inline cudaError_t encode_bf16(CUtensorMap* m, const void* base, int rank, const
                          box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, promo,
                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS ? cudaSuccess : cudaErrorInvalidValue;
+}
+
+// Raises kernel K's dynamic shared-memory limit to `smem` bytes on device dev, once per process
+// and device: `done` holds a bit per device (< 64) where K is raised already (a device >= 64 is
+// raised every time).
+template <auto K>
+cudaError_t raise_smem_once(int smem, int dev) {
+  static std::atomic<uint64_t> done{0};
+  const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
+  if (bit != 0 && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+  const cudaError_t e = cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+  if (e == cudaSuccess && bit != 0) done.fetch_or(bit, std::memory_order_acq_rel);
+  return e;
+}
+
+// The current device and its SM count (the persistent kernels' grid).
+inline cudaError_t sm_count(int* dev, int* sms) {
+  cudaError_t e = cudaGetDevice(dev);
+  if (e != cudaSuccess) return e;
+  return cudaDeviceGetAttribute(sms, cudaDevAttrMultiProcessorCount, *dev);
 }
 
 }  // namespace foldcp

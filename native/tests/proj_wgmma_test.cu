@@ -1,5 +1,6 @@
-// Test and benchmark of the wgmma projection kernels (src/proj_wgmma.cu) against the mma.sync
-// ones (src/proj_kernels.cu: launch_proj_in_to, launch_proj_out_tile) and a float64 CPU reference.
+// Test and benchmark of the wgmma projection kernels (src/stage1_proj_in.cu, src/stage3_proj_out.cu)
+// against the mma.sync ones (tests/proj_mma_oracle.cu: launch_proj_in_mma_to,
+// launch_proj_out_mma_tile) and a float64 CPU reference.
 // For each case: random bf16 x (device-generated), random weights, a mask with about 12% zeros
 // plus an all-zero row and an all-zero column; output buffers poisoned with 0xFF bytes (bf16 NaN);
 // both kernels run on the same inputs into their own buffers; then
@@ -38,6 +39,7 @@
 #include <unistd.h>  // _exit
 #include <vector>
 
+#include "mma_oracles.h"
 #include "trimul_internal.h"
 
 static_assert(sizeof(foldcp::bf16_raw) == 2, "bf16 storage");
@@ -328,7 +330,7 @@ static AbDest make_ab(int B, int D, int64_t np, int ndest, int64_t row0, int64_t
   AbDest d;
   d.ndest = ndest;
   const int dloc = D / ndest;
-  const int64_t sab = np * np + 128;  // padded planes, like ws_layout
+  const int64_t sab = foldcp::ab_plane_stride(np);  // padded planes, like ws_layout
   d.per_dest = (int64_t)B * dloc * sab;
   d.elems = (size_t)(d.per_dest * ndest);
   CUDA_OK(cudaMalloc(&d.a, d.elems * 2));
@@ -425,9 +427,9 @@ static void run_in_case(const InCase& c, cudaStream_t s) {
   const int ndest = c.grid == 1 ? 1 : 4;
   AbDest dold = make_ab(B, D, np, ndest, row0, col0), dnew = make_ab(B, D, np, ndest, row0, col0);
 
-  CUDA_OK(foldcp::launch_proj_in_to(L.dl, x, mask, geo, dold.t, B, s));
+  CUDA_OK(foldcp::launch_proj_in_mma_to(L.dl, x, mask, geo, dold.t, B, s));
   sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
-  const cudaError_t le = foldcp::launch_proj_in_wgmma_to(L.dl, x, mask, geo, dnew.t, B, s);
+  const cudaError_t le = foldcp::launch_proj_in_to(L.dl, x, mask, geo, dnew.t, B, s);
   if (le != cudaSuccess) {
     verdict(false, std::string(tag) + ": launch of the wgmma kernel: " + cudaGetErrorName(le));
     CUDA_OK(cudaGetLastError());
@@ -538,7 +540,7 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
   if (c.tile == 0) {
     rows = cols = c.N;
     ldz = foldcp::padded_n(c.N);
-    sz = c.N * ldz + 128;  // ws_layout's padded plane stride
+    sz = c.N * ldz + foldcp::kPlanePad;  // ws_layout's padded plane stride
   } else {
     rows = cols = ldz = c.tile;
     sz = (int64_t)c.tile * c.tile;
@@ -568,10 +570,10 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
   CUDA_OK(cudaMemsetAsync(out_new, 0xFF, xn * 2, s));
   CUDA_OK(cudaMemcpyAsync(inplace, x, xn * 2, cudaMemcpyDeviceToDevice, s));
 
-  CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z, out_old, B, rows, cols, ldz, sz, s));
+  CUDA_OK(foldcp::launch_proj_out_mma_tile(L.dl, x, z, out_old, B, rows, cols, ldz, sz, s));
   sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
-  cudaError_t le = foldcp::launch_proj_out_wgmma_tile(L.dl, x, z, out_new, B, rows, cols, ldz, sz, s);
-  if (le == cudaSuccess) le = foldcp::launch_proj_out_wgmma_tile(L.dl, inplace, z, inplace, B, rows, cols, ldz, sz, s);
+  cudaError_t le = foldcp::launch_proj_out_tile(L.dl, x, z, out_new, B, rows, cols, ldz, sz, s);
+  if (le == cudaSuccess) le = foldcp::launch_proj_out_tile(L.dl, inplace, z, inplace, B, rows, cols, ldz, sz, s);
   if (le != cudaSuccess) {
     verdict(false, std::string(tag) + ": launch of the wgmma kernel: " + cudaGetErrorName(le));
     CUDA_OK(cudaGetLastError());
@@ -698,8 +700,8 @@ static void bench_in(int B, int N, int D, cudaStream_t s) {
   AbDest d = make_ab(B, D, np, 1, 0, 0);
   const foldcp::ProjInGeom geo{N, N, np, np, np, 0, 0, N};
   const double flop = 2.0 * B * (double)N * N * D * 4.0 * D;
-  const double t_old = median_ms([&]() { CUDA_OK(foldcp::launch_proj_in_to(L.dl, x, mask, geo, d.t, B, s)); }, s);
-  const double t_new = median_ms([&]() { CUDA_OK(foldcp::launch_proj_in_wgmma_to(L.dl, x, mask, geo, d.t, B, s)); }, s);
+  const double t_old = median_ms([&]() { CUDA_OK(foldcp::launch_proj_in_mma_to(L.dl, x, mask, geo, d.t, B, s)); }, s);
+  const double t_new = median_ms([&]() { CUDA_OK(foldcp::launch_proj_in_to(L.dl, x, mask, geo, d.t, B, s)); }, s);
   printf("BENCH stage 1 (B,N,D)=(%d,%d,%d): mma.sync %.3f ms %.1f TFLOP/s | wgmma %.3f ms %.1f TFLOP/s | speed-up %.2fx\n",
          B, N, D, t_old, flop / (t_old * 1e-3) / 1e12, t_new, flop / (t_new * 1e-3) / 1e12, t_old / t_new);
   fflush(stdout);
@@ -713,7 +715,7 @@ static void bench_out(int B, int N, int D, cudaStream_t s) {
   Layer L;
   L.make(D, 6u, 1);
   const int64_t np = foldcp::padded_n(N);
-  const int64_t sz = (int64_t)N * np + 128;
+  const int64_t sz = (int64_t)N * np + foldcp::kPlanePad;
   const size_t xn = (size_t)B * N * N * D, zn = (size_t)B * D * sz;
   uint16_t *x = nullptr, *out = nullptr, *z = nullptr;
   CUDA_OK(cudaMalloc(&x, xn * 2));
@@ -724,9 +726,9 @@ static void bench_out(int B, int N, int D, cudaStream_t s) {
   CUDA_OK(cudaGetLastError());
   const double flop = 2.0 * B * (double)N * N * D * 2.0 * D;
   const double t_old =
-      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
+      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_mma_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
   const double t_new =
-      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_wgmma_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
+      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
   printf("BENCH stage 3 (B,N,D)=(%d,%d,%d): mma.sync %.3f ms %.1f TFLOP/s | wgmma %.3f ms %.1f TFLOP/s | speed-up %.2fx\n",
          B, N, D, t_old, flop / (t_old * 1e-3) / 1e12, t_new, flop / (t_new * 1e-3) / 1e12, t_old / t_new);
   fflush(stdout);
@@ -772,7 +774,7 @@ int main(int argc, char** argv) {
     printf("SKIP: the kernels are built for sm_90a only\n");
     return 0;
   }
-  for (int d : {32, 64, 96, 128, 160, 192, 224, 256}) CUDA_OK(foldcp::prepare_kernels(d));  // the mma.sync kernels
+  for (int d : {32, 64, 96, 128, 160, 192, 224, 256}) CUDA_OK(foldcp::prepare_proj_mma(d));  // the mma.sync oracle
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
 

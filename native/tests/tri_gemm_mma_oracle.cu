@@ -1,5 +1,5 @@
 // The mma.sync triangle GEMM (mma.sync m16n8k16, cp.async, 128x256x64 tiles), stage 2 of the
-// library until 2026-12-01, when the wgmma + TMA kernel (src/tri_gemm_wgmma.cu) replaced it on
+// library until 2026-12-01, when the wgmma + TMA kernel (now src/stage2_tri_gemm.cu) replaced it on
 // every path (1.8-2.1x on the H200). It lives on here only as the independent oracle of
 // tri_gemm_wgmma_test: a second implementation of the same contract, compared value for value.
 // Stage 2: the triangle GEMM, one N x N x N product per (batch, channel), fp32 accumulate.
@@ -17,6 +17,7 @@
 // Under CP the same epilogue writes each token's z into the plane of the rank owning the token
 // (ZTarget): the second all-to-all (channel -> token) fused into the store.
 #include "common.cuh"
+#include "mma_oracles.h"
 #include "trimul_internal.h"
 
 namespace foldcp {
@@ -227,7 +228,7 @@ cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const vo
   return cudaGetLastError();
 }
 
-cudaError_t prepare_tri_gemm() {
+cudaError_t prepare_tri_gemm_mma() {
   cudaError_t e = cudaFuncSetAttribute(tri_gemm_kernel<true>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg::SMEM);
   if (e != cudaSuccess) return e;
   return cudaFuncSetAttribute(tri_gemm_kernel<false>, cudaFuncAttributeMaxDynamicSharedMemorySize, tg::SMEM);

@@ -1,4 +1,4 @@
-// Test and benchmark of the wgmma + TMA triangle GEMM (src/tri_gemm_wgmma.cu) against the
+// Test and benchmark of the wgmma + TMA triangle GEMM (src/stage2_tri_gemm.cu) against the
 // mma.sync one (tests/tri_gemm_mma_oracle.cu, launch_tri_gemm_mma_to) and a float64 CPU reference.
 // For each case and direction: random bf16 a/b planes (Np x Np, plane stride Np^2 + 128 like the
 // padded workspace, the 128 padding elements set to bf16 NaN so that a read past a plane shows),
@@ -31,11 +31,8 @@
 #include <unistd.h>  // _exit
 #include <vector>
 
+#include "mma_oracles.h"
 #include "trimul_internal.h"
-
-namespace foldcp {
-cudaError_t prepare_tri_gemm();  // tri_gemm_mma_oracle.cu: raises the oracle kernel's shared-memory limit
-}
 
 #define CUDA_OK(call)                                                                                   \
   do {                                                                                                  \
@@ -183,7 +180,7 @@ static Dest make_dest(const Case& c, int64_t np) {
   Dest d;
   const int64_t planes = (int64_t)c.B * c.D;
   if (c.grid == 1) {
-    const int64_t sz = (int64_t)c.N * np + 128;  // like ws_layout: N rows of Np, padded planes
+    const int64_t sz = (int64_t)c.N * np + foldcp::kPlanePad;  // like ws_layout: N rows of Np, padded planes
     d.elems = (size_t)(planes * sz);
     CUDA_OK(cudaMalloc(&d.buf, d.elems * 2));
     d.t.z[0] = d.buf;
@@ -226,7 +223,7 @@ static const uint32_t kSeedA = 11, kSeedB = 23;
 
 static void run_case(const Case& c, int dir, cudaStream_t s) {
   const int64_t np = foldcp::padded_n(c.N);
-  const int64_t sab = np * np + 128;
+  const int64_t sab = foldcp::ab_plane_stride(np);
   const int64_t planes = (int64_t)c.B * c.D;
   const char* dname = dir == 0 ? "outgoing" : "incoming";
   char tag[256];
@@ -246,7 +243,7 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
   L.direction = dir;
   CUDA_OK(foldcp::launch_tri_gemm_mma_to(L, a, b, np, sab, zold.t, c.B, s));
   sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
-  const cudaError_t le = foldcp::launch_tri_gemm_wgmma_ctas(L, a, b, np, sab, znew.t, c.B, s, c.ctas);
+  const cudaError_t le = foldcp::launch_tri_gemm_ctas(L, a, b, np, sab, znew.t, c.B, s, c.ctas);
   if (le != cudaSuccess) {
     // A refused launch (argument check, tensor-map encoding) leaves the context usable: go on.
     verdict(false, std::string(tag) + ": launch of the wgmma kernel: " + cudaGetErrorName(le) + " (" +
@@ -353,7 +350,7 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
 // ------------------------------------------------------------------ timing
 static void bench(int B, int D, int N, int dir, cudaStream_t s) {
   const int64_t np = foldcp::padded_n(N);
-  const int64_t sab = np * np + 128;
+  const int64_t sab = foldcp::ab_plane_stride(np);
   const int64_t planes = (int64_t)B * D;
   Case c{"bench", B, D, N, 1, 0};
   uint16_t *a = nullptr, *b = nullptr;
@@ -373,7 +370,7 @@ static void bench(int B, int D, int N, int dir, cudaStream_t s) {
   for (int which = 0; which < 2; ++which) {
     auto launch = [&]() {
       const cudaError_t e = which == 0 ? foldcp::launch_tri_gemm_mma_to(L, a, b, np, sab, z.t, B, s)
-                                       : foldcp::launch_tri_gemm_wgmma_to(L, a, b, np, sab, z.t, B, s);
+                                       : foldcp::launch_tri_gemm_to(L, a, b, np, sab, z.t, B, s);
       CUDA_OK(e);
     };
     for (int w = 0; w < 3; ++w) launch();
@@ -440,7 +437,7 @@ int main(int argc, char** argv) {
     printf("SKIP: the kernels are built for sm_90a only\n");
     return 0;
   }
-  CUDA_OK(foldcp::prepare_tri_gemm());
+  CUDA_OK(foldcp::prepare_tri_gemm_mma());
   cudaStream_t s;
   CUDA_OK(cudaStreamCreate(&s));
 
@@ -471,7 +468,7 @@ int main(int argc, char** argv) {
       zt.grid_cols = 1;
       zt.dloc = 1;
       zt.n_store = 100;
-      const cudaError_t e = foldcp::launch_tri_gemm_wgmma_to(L, ab, ab + 128 * 128, 128, 128 * 128, zt, 1, s);
+      const cudaError_t e = foldcp::launch_tri_gemm_to(L, ab, ab + 128 * 128, 128, 128 * 128, zt, 1, s);
       verdict(e == cudaErrorInvalidValue,
               std::string("a z target with rows 258 bytes apart is refused at launch: ") + cudaGetErrorName(e));
       CUDA_OK(cudaGetLastError());

@@ -309,7 +309,7 @@ static bool run_case(const Case& cs, uint64_t seed) {
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
   CUDA_OK(cudaEventRecord(e0, st));
-  int rc = foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws_bytes, st);
+  int rc = foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws_bytes, nullptr, st);
   CUDA_OK(cudaEventRecord(e1, st));
   cudaError_t se = cudaStreamSynchronize(st);
   if (rc != FOLDCP_OK || se != cudaSuccess) {
@@ -328,7 +328,7 @@ static bool run_case(const Case& cs, uint64_t seed) {
 
   // determinism: a second run must be bitwise equal
   CUDA_OK(cudaMemset(dout, 0xFF, nel * 2));
-  rc = foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws_bytes, st);
+  rc = foldcp_trimul_forward(layer, dx, dm, dout, B, N, dws, ws_bytes, nullptr, st);
   CUDA_OK(cudaStreamSynchronize(st));
   std::vector<uint16_t> hout2(nel);
   CUDA_OK(cudaMemcpy(hout2.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
@@ -493,14 +493,31 @@ static void error_tests() {
   CUDA_OK(cudaMalloc(&dx, nel * 2));
   foldcp_trimul_workspace_size(1, N, 64, &bytes);
   CUDA_OK(cudaMalloc(&dws, bytes));
-  expect_error("small workspace", foldcp_trimul_forward(layer, dx, nullptr, dx, 1, N, dws, bytes - 1, nullptr),
+  expect_error("small workspace",
+               foldcp_trimul_forward(layer, dx, nullptr, dx, 1, N, dws, bytes - 1, nullptr, nullptr),
                FOLDCP_ERR_WORKSPACE_TOO_SMALL, "needs");
   std::vector<uint16_t> hostbuf(nel);
-  expect_error("host pointer", foldcp_trimul_forward(layer, hostbuf.data(), nullptr, dx, 1, N, dws, bytes, nullptr),
+  expect_error("host pointer",
+               foldcp_trimul_forward(layer, hostbuf.data(), nullptr, dx, 1, N, dws, bytes, nullptr, nullptr),
                FOLDCP_ERR_INVALID_ARGUMENT, "not device memory");
   expect_error("misaligned x",
-               foldcp_trimul_forward(layer, (char*)dx + 2, nullptr, dx, 1, N, dws, bytes, nullptr),
+               foldcp_trimul_forward(layer, (char*)dx + 2, nullptr, dx, 1, N, dws, bytes, nullptr, nullptr),
                FOLDCP_ERR_INVALID_ARGUMENT, "16-byte aligned");
+  // Options: a struct_size from no version of the struct, and a newer caller's struct whose
+  // fields this library does not know are set.
+  foldcp_forward_options small = FOLDCP_FORWARD_OPTIONS_INIT;
+  small.struct_size = sizeof(size_t);
+  expect_error("options too small",
+               foldcp_trimul_forward(layer, dx, nullptr, dx, 1, N, dws, bytes, &small, nullptr),
+               FOLDCP_ERR_INVALID_ARGUMENT, "options->struct_size = 8");
+  struct {
+    foldcp_forward_options known;
+    int64_t unknown;
+  } newer = {FOLDCP_FORWARD_OPTIONS_INIT, 1};
+  newer.known.struct_size = sizeof newer;
+  expect_error("unknown option",
+               foldcp_trimul_forward(layer, dx, nullptr, dx, 1, N, dws, bytes, &newer.known, nullptr),
+               FOLDCP_ERR_INVALID_ARGUMENT, "cannot honour the newer options");
   cudaFree(dx);
   cudaFree(dws);
   foldcp_trimul_destroy(layer);
@@ -573,8 +590,8 @@ static void inplace_test() {
     CUDA_OK(cudaMalloc(&dout, nel * 2));
     CUDA_OK(cudaMalloc(&dws, bytes));
     CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
-    int rc1 = foldcp_trimul_forward(layer, dx, nullptr, dout, B, N, dws, bytes, nullptr);
-    int rc2 = foldcp_trimul_forward(layer, dx, nullptr, dx, B, N, dws, bytes, nullptr);
+    int rc1 = foldcp_trimul_forward(layer, dx, nullptr, dout, B, N, dws, bytes, nullptr, nullptr);
+    int rc2 = foldcp_trimul_forward(layer, dx, nullptr, dx, B, N, dws, bytes, nullptr, nullptr);
     CUDA_OK(cudaDeviceSynchronize());
     std::vector<uint16_t> a(nel), b(nel);
     CUDA_OK(cudaMemcpy(a.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
@@ -590,7 +607,8 @@ static void inplace_test() {
 }
 
 // Channel groups: a forward in groups of 32, 96, ... channels (uneven last groups included) must
-// equal the ungrouped forward bit for bit; bad groups and too little memory are refused by name.
+// equal the ungrouped forward bit for bit, profiled or not (the profiled one with positive,
+// finite stage times); bad groups and too little memory are refused by name.
 static void group_test(bool quick) {
   struct GCase {
     int64_t B, N;
@@ -627,29 +645,41 @@ static void group_test(bool quick) {
     CUDA_OK(cudaMalloc(&dws, full));
     CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(dm, hm.data(), hm.size(), cudaMemcpyHostToDevice));
-    int rc = foldcp_trimul_forward(layer, dx, dm, dref, c.B, c.N, dws, full, nullptr);
+    int rc = foldcp_trimul_forward(layer, dx, dm, dref, c.B, c.N, dws, full, nullptr, nullptr);
     std::vector<uint16_t> ref(nel), got(nel);
     CUDA_OK(cudaDeviceSynchronize());
     CUDA_OK(cudaMemcpy(ref.data(), dref, nel * 2, cudaMemcpyDeviceToHost));
     for (int64_t g : c.groups) {
       size_t need = 0;
       int rs = foldcp_trimul_workspace_size_group(c.B, c.N, c.D, g, &need);
+      foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
+      opts.group = g;
       CUDA_OK(cudaMemset(dout, 0xFF, nel * 2));
-      int rg = rs == FOLDCP_OK ? foldcp_trimul_forward_group(layer, dx, dm, dout, c.B, c.N, dws, need, g, nullptr) : rs;
+      int rg = rs == FOLDCP_OK ? foldcp_trimul_forward(layer, dx, dm, dout, c.B, c.N, dws, need, &opts, nullptr) : rs;
+      if (rg != FOLDCP_OK) printf("  grouped forward: %s\n", foldcp_last_error());
       CUDA_OK(cudaDeviceSynchronize());
       CUDA_OK(cudaMemcpy(got.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
       const bool same = rc == FOLDCP_OK && rg == FOLDCP_OK && memcmp(ref.data(), got.data(), nel * 2) == 0;
+      // The same forward profiled: stage times summed over the groups, the same output.
+      float ms[3] = {-1.f, -1.f, -1.f};
+      opts.stage_ms = ms;
+      CUDA_OK(cudaMemset(dout, 0xFF, nel * 2));
+      int rpf = rs == FOLDCP_OK ? foldcp_trimul_forward(layer, dx, dm, dout, c.B, c.N, dws, need, &opts, nullptr) : rs;
+      if (rpf != FOLDCP_OK) printf("  profiled grouped forward: %s\n", foldcp_last_error());
+      CUDA_OK(cudaDeviceSynchronize());
+      CUDA_OK(cudaMemcpy(got.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
+      bool timed = rpf == FOLDCP_OK;
+      for (float t : ms) timed = timed && std::isfinite(t) && t > 0.f;
+      const bool same_profiled = rc == FOLDCP_OK && rpf == FOLDCP_OK && memcmp(ref.data(), got.data(), nel * 2) == 0;
       int64_t pick = 0;
       const int rp = foldcp_trimul_channel_group(c.B, c.N, c.D, need, &pick);
       const bool picks = rp == FOLDCP_OK && pick >= g && pick <= c.D;
+      const bool pass = same && same_profiled && timed && picks;
       printf("%s channel group %lld of D = %d (B=%lld N=%lld dir=%d): workspace %zu of %zu bytes, equal to ungrouped "
-             "bit for bit: %s; channel_group(%zu bytes) = %lld\n",
-             same && picks ? "PASS" : "FAIL", (long long)g, c.D, (long long)c.B, (long long)c.N, c.dir, need, full,
-             same ? "yes" : "no", need, (long long)pick);
-      if (!(same && picks)) {
-        ok = false;
-        if (rg != FOLDCP_OK) printf("  forward_group: %s\n", foldcp_last_error());
-      }
+             "bit for bit: %s, profiled too: %s (stages %.3f %.3f %.3f ms); channel_group(%zu bytes) = %lld\n",
+             pass ? "PASS" : "FAIL", (long long)g, c.D, (long long)c.B, (long long)c.N, c.dir, need, full,
+             same ? "yes" : "no", same_profiled ? "yes" : "no", ms[0], ms[1], ms[2], need, (long long)pick);
+      if (!pass) ok = false;
     }
     cudaFree(dx);
     cudaFree(dref);

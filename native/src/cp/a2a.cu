@@ -16,8 +16,6 @@ namespace foldcp {
 namespace cp {
 namespace {
 
-size_t align256(size_t v) { return (v + 255) / 256 * 256; }
-
 int elem_bytes(int dtype) { return dtype == FOLDCP_A2A_F32 ? 4 : 2; }
 
 const char* dtype_name(int d) { return d == FOLDCP_A2A_BF16 ? "bf16" : d == FOLDCP_A2A_F16 ? "fp16" : "fp32"; }
@@ -33,8 +31,8 @@ Sizes sizes_of(const foldcp_a2a_config& c, int ranks, int route) {
   Sizes z;
   z.tensor = (size_t)c.batch * c.seq_local * c.heads * c.head_dim * elem_bytes(c.dtype);
   z.block = z.tensor / ranks;
-  z.slot = align256(z.block);
-  z.total = align256(z.tensor);
+  z.slot = align_up(z.block, kBufAlign);
+  z.total = align_up(z.tensor, kBufAlign);
   if (route == FOLDCP_CP_PUT) {
     z.send = z.total;
     z.recv = z.send + (size_t)ranks * z.slot;
@@ -353,15 +351,7 @@ int foldcp_a2a_gather_heads(foldcp_a2a* p, const void* in, void* out, foldcp_str
 int foldcp_a2a_destroy(foldcp_a2a* p) {
   clear_error();
   if (p == nullptr) return FOLDCP_OK;
-  Team& t = team();
-  int st = FOLDCP_OK;
-  if (t.up && !t.broken && p->sym != nullptr) {
-    st = timed_barrier("all-to-all plan destruction");  // nvshmem_free waits for every rank
-    if (st == FOLDCP_OK) {
-      nvshmem_free(p->sym);
-      t.used -= p->sz.total;
-    }
-  }
+  const int st = free_symmetric(p->sym, p->sz.total, "all-to-all plan destruction");
   delete p;
   return st;
 }

@@ -3,7 +3,7 @@
 // `outer` x `inner` runs of `run` bytes, the run (o, i) read at src + o * src_so + i * src_si and
 // written at dst + o * dst_so + i * dst_si. dst may be a peer pointer (nvshmem_ptr): then the
 // copy is the all-to-all itself, each element stored straight into its final place in the
-// receiver's buffer. Internal to libfoldcp_cp (a2a.cu, cp_plan.cu).
+// receiver's buffer. Internal to libfoldcp_cp (a2a.cu, cp_plan.cu, cp_forward.cu).
 #pragma once
 #include <cuda_runtime.h>
 

@@ -1,6 +1,7 @@
-// A CP plan: the symmetric buffers of one (B, N, D, grid) on the team, the store targets of the
-// two fused reshards (peer pointers or staging + puts, chosen once at creation), and the
-// forward of a layer stack on this rank's tile.
+// Making a CP plan (include/foldcp_cp.h): the configuration's checks, the agreement of the ranks,
+// the symmetric buffers of one (B, N, D, grid) on the team and the store targets of the two fused
+// reshards (peer pointers or staging + puts, chosen once at creation); and its destruction.
+// cp_forward.cu runs it.
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
@@ -9,25 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "block_copy.cuh"
-#include "cp_team.cuh"
+#include "cp_plan.cuh"
 
 namespace foldcp {
 namespace cp {
 namespace {
-
-size_t align256(size_t v) { return (v + 255) / 256 * 256; }
-
-// Buffer layout of a plan inside its one symmetric allocation.
-struct Layout {
-  int cp = 1, dloc = 0;
-  int64_t nt = 0;   // padded grid of tiles: cp0 * tile_rows
-  int64_t np = 0;   // nt padded to 128 (the triangle GEMM's tile)
-  int64_t sab = 0;  // elements between a/b planes
-  int64_t szt = 0;  // elements (bf16) between z planes (tile_rows * tile_cols)
-  size_t a_off = 0, b_off = 0, z_off = 0, stage_ab_off = 0, stage_z_off = 0, total = 0;
-  int64_t stage_ab_rank = 0, stage_z_rank = 0;  // elements per destination rank
-};
 
 Layout layout_of(const foldcp_cp_config& c, int route) {
   Layout l;
@@ -35,21 +22,22 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
   l.dloc = (int)(c.dim / l.cp);
   l.nt = c.grid_rows * c.tile_rows;
   l.np = padded_n(l.nt);
-  l.sab = l.np * l.np + 128;
+  l.sab = ab_plane_stride(l.np);
   l.szt = c.tile_rows * c.tile_cols;
-  const size_t ab = align256((size_t)c.batch * l.dloc * l.sab * 2);
-  const size_t z = align256((size_t)c.batch * c.dim * l.szt * 2);
-  l.a_off = 0;
-  l.b_off = ab;
-  l.z_off = 2 * ab;
-  l.total = 2 * ab + z;
+  // The receive buffers: a and b of this rank's channels over the whole grid, z of all channels
+  // over this rank's tile (its z planes are not padded).
+  const AbzSections ab = abz_sections((size_t)c.batch * l.dloc * l.sab * 2, (size_t)c.batch * c.dim * l.szt * 2);
+  l.a_off = ab.a_off;
+  l.b_off = ab.b_off;
+  l.z_off = ab.z_off;
+  l.total = ab.total;
   if (route == FOLDCP_CP_PUT || c.reshard == FOLDCP_CP_UNFUSED) {  // the local stores' staging
     l.stage_ab_rank = (int64_t)c.batch * l.dloc * l.szt;
     l.stage_z_rank = (int64_t)c.batch * l.dloc * l.szt;
-    const size_t sab_bytes = align256((size_t)l.cp * l.stage_ab_rank * 2);
+    const size_t sab_bytes = align_up((size_t)l.cp * l.stage_ab_rank * 2, kBufAlign);
     l.stage_ab_off = l.total;
     l.stage_z_off = l.total + 2 * sab_bytes;
-    l.total += 2 * sab_bytes + align256((size_t)l.cp * l.stage_z_rank * 2);
+    l.total += 2 * sab_bytes + align_up((size_t)l.cp * l.stage_z_rank * 2, kBufAlign);
   }
   return l;
 }
@@ -112,21 +100,6 @@ const char* route_name(int r) { return r == FOLDCP_CP_PEER ? "peer" : r == FOLDC
 }  // namespace
 }  // namespace cp
 }  // namespace foldcp
-
-struct foldcp_cp_plan {
-  foldcp_cp_config cfg{};
-  foldcp::cp::Layout lay{};
-  int route = 0;
-  std::vector<const foldcp::DevLayer*> layers;
-  void* sym = nullptr;
-  foldcp::AbTarget ab{};
-  foldcp::ZTarget zt{};
-  foldcp::ProjInGeom geo{};
-  foldcp::cp::PutAb put_ab{};
-  foldcp::cp::PutZ put_z{};
-  foldcp::cp::BlockSet copy_ab{}, copy_z{};  // UNFUSED on the PEER route: the separate all-to-all
-  uint64_t bytes_to_channels = 0, bytes_to_tokens = 0;
-};
 
 using namespace foldcp;
 using namespace foldcp::cp;
@@ -375,95 +348,10 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
   return FOLDCP_OK;
 }
 
-int foldcp_cp_plan_route(const foldcp_cp_plan* plan) { return plan == nullptr ? -1 : plan->route; }
-
-int foldcp_cp_plan_reshard(const foldcp_cp_plan* plan) { return plan == nullptr ? -1 : plan->cfg.reshard; }
-
-int foldcp_cp_plan_reshard_bytes(const foldcp_cp_plan* plan, uint64_t* to_channels, uint64_t* to_tokens) {
-  clear_error();
-  if (plan == nullptr) return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "plan is NULL");
-  if (to_channels) *to_channels = plan->bytes_to_channels;
-  if (to_tokens) *to_tokens = plan->bytes_to_tokens;
-  return FOLDCP_OK;
-}
-
-int foldcp_cp_forward(foldcp_cp_plan* p, const void* x, const uint8_t* mask, void* out, foldcp_stream_t stream) {
-  clear_error();
-  if (p == nullptr) return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "plan is NULL");
-  if (x == nullptr || out == nullptr) return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "x and out must not be NULL");
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(out) % 16 != 0)
-    return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "x and out must be 16-byte aligned");
-  if (int st = require_team("a CP forward")) return st;
-  Team& t = team();
-  const foldcp_cp_config& c = p->cfg;
-  const Layout& l = p->lay;
-  cudaStream_t s = reinterpret_cast<cudaStream_t>(stream);
-  char* base = static_cast<char*>(p->sym);
-  const void* a_recv = base + l.a_off;
-  const void* b_recv = base + l.b_off;
-  const bf16_raw* z_recv = reinterpret_cast<const bf16_raw*>(base + l.z_off);
-  cudaError_t e = cudaSuccess;
-  const char* what = "";
-  for (size_t i = 0; i < p->layers.size() && e == cudaSuccess; ++i) {
-    const DevLayer& L = *p->layers[i];
-    const void* in = i == 0 ? x : out;
-    what = "stage 1 (LN_in + projection, stores to the channel owners)";
-    e = launch_proj_in_wgmma_to(L, in, mask, p->geo, p->ab, c.batch, s);
-    if (e == cudaSuccess && p->route == FOLDCP_CP_PUT) {
-      what = "the puts of reshard 1";
-      e = launch_put_ab(p->put_ab, s);
-    } else if (e == cudaSuccess && p->copy_ab.n > 0) {
-      what = "the all-to-all of reshard 1 (unfused)";
-      e = launch_block_copies(p->copy_ab, s);
-    }
-    if (e == cudaSuccess) {
-      what = "the signal of reshard 1";
-      e = enqueue_signal_and_wait(kToChannels, s);
-    }
-    if (e == cudaSuccess) {
-      what = "stage 2 (triangle GEMM, stores to the token owners)";
-      e = launch_tri_gemm_to(L, a_recv, b_recv, l.np, l.sab, p->zt, c.batch, s);
-    }
-    if (e == cudaSuccess && p->route == FOLDCP_CP_PUT) {
-      what = "the puts of reshard 2";
-      e = launch_put_z(p->put_z, s);
-    } else if (e == cudaSuccess && p->copy_z.n > 0) {
-      what = "the all-to-all of reshard 2 (unfused)";
-      e = launch_block_copies(p->copy_z, s);
-    }
-    if (e == cudaSuccess) {
-      what = "the signal of reshard 2";
-      e = enqueue_signal_and_wait(kToTokens, s);
-    }
-    if (e == cudaSuccess) {
-      what = "stage 3 (LN_out + output projection)";
-      e = launch_proj_out_wgmma_tile(L, in, z_recv, out, c.batch, c.tile_rows, c.tile_cols, c.tile_cols, l.szt, s);
-    }
-  }
-  if (e == cudaSuccess) {
-    what = "the end of the CP forward (cudaStreamSynchronize)";
-    e = cudaStreamSynchronize(s);
-  }
-  if (e != cudaSuccess) {
-    t.broken = true;  // peers wait for signals this rank will never send
-    return set_error(FOLDCP_ERR_CUDA, std::string("CP forward on rank ") + std::to_string(t.me) + ": " + what +
-                                          " failed: " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
-  }
-  return check_waits("a CP forward");
-}
-
 int foldcp_cp_plan_destroy(foldcp_cp_plan* p) {
   clear_error();
   if (p == nullptr) return FOLDCP_OK;
-  Team& t = team();
-  int st = FOLDCP_OK;
-  if (t.up && !t.broken && p->sym != nullptr) {
-    st = timed_barrier("CP plan destruction");  // nvshmem_free waits for every rank
-    if (st == FOLDCP_OK) {
-      nvshmem_free(p->sym);
-      t.used -= p->lay.total;
-    }
-  }
+  const int st = free_symmetric(p->sym, p->lay.total, "CP plan destruction");
   delete p;
   return st;
 }

@@ -172,6 +172,17 @@ int timed_barrier(const char* during) {
   return check_waits(during);
 }
 
+int free_symmetric(void* sym, size_t bytes, const char* during) {
+  Team& t = team();
+  if (!t.up || t.broken || sym == nullptr) return FOLDCP_OK;
+  const int st = timed_barrier(during);
+  if (st == FOLDCP_OK) {
+    nvshmem_free(sym);
+    t.used -= bytes;
+  }
+  return st;
+}
+
 int exchange_records(const uint8_t* rec, uint8_t* all, const char* during) {
   Team& t = team();
   CK(cudaMemcpyAsync(t.rec_mine, rec, kRecordBytes, cudaMemcpyHostToDevice, t.stream));

@@ -1,5 +1,6 @@
 // The NVSHMEM team of this process (one per process: NVSHMEM initialises once) and the timed,
-// signal-based waits every CP step uses. Internal to libfoldcp_cp (cp_team.cu, cp_plan.cu).
+// signal-based waits every CP step uses. Internal to libfoldcp_cp (cp_team.cu, cp_plan.cu,
+// cp_forward.cu, a2a.cu).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -56,6 +57,10 @@ int check_waits(const char* during);
 
 // A barrier over the team bounded by the timeout (synchronous).
 int timed_barrier(const char* during);
+
+// Frees a plan's symmetric allocation of `bytes` (collective: nvshmem_free waits for every rank,
+// so a timed barrier goes first). Frees nothing where the team is down or broken, or sym is NULL.
+int free_symmetric(void* sym, size_t bytes, const char* during);
 
 // Publishes `rec` (kRecordBytes) and gathers every rank's record into `all` (host,
 // n * kRecordBytes). Collective and synchronous.

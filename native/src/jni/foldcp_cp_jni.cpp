@@ -120,7 +120,7 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_createLayer(
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_destroyLayer(JNIEnv* env, jclass, jlong layer) {
-  check(env, foldcp_trimul_destroy(as_ptr<foldcp_trimul_layer>(layer)), "foldcp_trimul_destroy");
+  destroy_layer(env, kCpMap, layer);
 }
 
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planBytes(JNIEnv* env, jclass, jlong batch, jlong n,
@@ -189,14 +189,7 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_forward(JNIEnv* env, 
 // the kernels), so that the rank's host path only copies bytes.
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_nonFiniteScan(JNIEnv* env, jclass, jlong x, jlong count,
                                                                          jlong result, jlong stream) {
-  if (count < 0) {
-    throw_plain(env, kInvalidInput, "count = " + std::to_string(count) + ": must be >= 0");
-    return;
-  }
-  check(env,
-        foldcp_nonfinite_scan(as_ptr<const void>(x), static_cast<uint64_t>(count), as_ptr<void>(result),
-                              as_ptr<struct CUstream_st>(stream)),
-        "foldcp_nonfinite_scan");
+  nonfinite_scan(env, kCpMap, x, count, result, stream);
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_destroyPlan(JNIEnv* env, jclass, jlong plan) {

@@ -98,7 +98,7 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_createLayer(
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_destroyLayer(JNIEnv* env, jclass, jlong layer) {
-  check(env, foldcp_trimul_destroy(as_ptr<foldcp_trimul_layer>(layer)), "foldcp_trimul_destroy");
+  destroy_layer(env, kMap, layer);
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forward(JNIEnv* env, jclass, jlong layer, jlong x,
@@ -109,11 +109,13 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forward(JNIEnv* env,
     throw_plain(env, kInvalidInput, "workspace bytes = " + std::to_string(ws_bytes) + ": must be >= 0");
     return;
   }
+  foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
+  opts.group = group;
   check(env,
-        foldcp_trimul_forward_group(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
-                                    as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
-                                    static_cast<size_t>(ws_bytes), group, as_ptr<struct CUstream_st>(stream)),
-        "foldcp_trimul_forward_group");
+        foldcp_trimul_forward(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
+                              as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
+                              static_cast<size_t>(ws_bytes), &opts, as_ptr<struct CUstream_st>(stream)),
+        "foldcp_trimul_forward");
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIEnv* env, jclass, jlong layer,
@@ -129,10 +131,14 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIE
     return;
   }
   float ms[3] = {0.f, 0.f, 0.f};
+  foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
+  opts.stage_ms = ms;
+  // Named "foldcp_trimul_forward_profiled" in exception messages, as Java's callers and tests
+  // (StickyCudaErrorGpuTest) know the profiled forward.
   if (check(env,
-            foldcp_trimul_forward_profiled(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
-                                           as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
-                                           static_cast<size_t>(ws_bytes), as_ptr<struct CUstream_st>(stream), ms),
+            foldcp_trimul_forward(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
+                                  as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
+                                  static_cast<size_t>(ws_bytes), &opts, as_ptr<struct CUstream_st>(stream)),
             "foldcp_trimul_forward_profiled"))
     return;
   env->SetFloatArrayRegion(stage_ms, 0, 3, ms);
@@ -140,14 +146,7 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIE
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_nonFiniteScan(JNIEnv* env, jclass, jlong x,
                                                                           jlong count, jlong result, jlong stream) {
-  if (count < 0) {
-    throw_plain(env, kInvalidInput, "count = " + std::to_string(count) + ": must be >= 0");
-    return;
-  }
-  check(env,
-        foldcp_nonfinite_scan(as_ptr<const void>(x), static_cast<uint64_t>(count), as_ptr<void>(result),
-                              as_ptr<struct CUstream_st>(stream)),
-        "foldcp_nonfinite_scan");
+  nonfinite_scan(env, kMap, x, count, result, stream);
 }
 
 }  // extern "C"

@@ -1,7 +1,10 @@
 // JNI helpers shared by libfoldcp_jni.so (foldcp_jni.cpp) and libfoldcp_cp_jni.so
 // (foldcp_cp_jni.cpp): exceptions from status codes with the native message, float[] arguments
-// checked by length, raw pointers from jlong, and layer creation from Java weights. Each library
+// checked by length, raw pointers from jlong, and the bodies of the natives both Java classes
+// declare (NativeTriMul and NativeCp: createLayer, destroyLayer, nonFiniteScan). Each library
 // compiles its own copy (everything here is internal linkage; only Java_* symbols are exported).
+// The Java_* definitions themselves stay in each library's file: their names differ by class,
+// and NativeTriMulSymbolsTest reads foldcp_jni.cpp's definitions.
 #pragma once
 #include <jni.h>
 
@@ -118,7 +121,8 @@ T* as_ptr(jlong v) {
   return reinterpret_cast<T*>(static_cast<uintptr_t>(v));
 }
 
-// foldcp_trimul_create from Java float[] weights (NativeTriMul.createLayer and NativeCp.createLayer).
+// foldcp_trimul_create from Java float[] weights (NativeTriMul.createLayer and NativeCp.createLayer),
+// with the array lengths checked first; returns the layer's handle, or 0 with an exception pending.
 jlong create_layer(
     JNIEnv* env, const StatusMap& map, jint dim, jint direction, jboolean residual, jfloat eps, jfloatArray norm_in_w,
     jfloatArray norm_in_b, jfloatArray p_in_w, jfloatArray g_in_w, jfloatArray norm_out_w, jfloatArray norm_out_b,
@@ -165,6 +169,23 @@ jlong create_layer(
   foldcp_trimul_layer* layer = nullptr;
   if (check(env, map, foldcp_trimul_create(&w, &layer), "foldcp_trimul_create")) return 0;
   return static_cast<jlong>(reinterpret_cast<uintptr_t>(layer));
+}
+
+// foldcp_trimul_destroy of a layer made by create_layer (0 = none).
+void destroy_layer(JNIEnv* env, const StatusMap& map, jlong layer) {
+  check(env, map, foldcp_trimul_destroy(as_ptr<foldcp_trimul_layer>(layer)), "foldcp_trimul_destroy");
+}
+
+// foldcp_nonfinite_scan of `count` bf16 values at device address x into result (device), on stream.
+void nonfinite_scan(JNIEnv* env, const StatusMap& map, jlong x, jlong count, jlong result, jlong stream) {
+  if (count < 0) {
+    throw_plain(env, kInvalidInput, "count = " + std::to_string(count) + ": must be >= 0");
+    return;
+  }
+  check(env, map,
+        foldcp_nonfinite_scan(as_ptr<const void>(x), static_cast<uint64_t>(count), as_ptr<void>(result),
+                              as_ptr<struct CUstream_st>(stream)),
+        "foldcp_nonfinite_scan");
 }
 
 }  // namespace

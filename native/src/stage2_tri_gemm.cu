@@ -1,8 +1,11 @@
-// Stage 2, the triangle GEMM, on Hopper's asynchronous tensor-core path (issue 10):
-// TMA loads into 128B-swizzled shared memory, an mbarrier pipeline, warp specialization and
-// wgmma.mma_async m64n256k16 (bf16 in, fp32 accumulate). Same math and same output contract as
-// the mma.sync kernel it replaced, tests/tri_gemm_mma_oracle.cu (one N x N x Np product per (batch, channel) plane, z written
-// through a ZTarget), so both can be compared value by value up to the fp32 summation order.
+// Stage 2 of the TriMul layer, the triangle GEMM: one N x N x Np product per (batch, channel)
+// plane of the channel-major a and b, fp32 accumulate, z rounded once to bf16 and stored through
+// a ZTarget (one GPU: this workspace's z; under context parallelism each token's z goes straight
+// to the rank that owns the token: the channel -> token layout change rides the stores).
+// On Hopper's asynchronous tensor-core path: TMA loads into 128B-swizzled shared memory, an
+// mbarrier pipeline, warp specialization and wgmma.mma_async m64n256k16 (bf16 in, fp32
+// accumulate). tests/tri_gemm_mma_oracle.cu is an independent mma.sync kernel of the same
+// contract, the oracle of tri_gemm_wgmma_test (equal up to the fp32 summation order).
 //   outgoing (direction 0): Z_c = A_c B_c^T, A_c[i][k] = a[c][i][k], B_c[j][k] = b[c][j][k]
 //                           both operands K-major (K contiguous in memory)
 //   incoming (direction 1): Z_c = A_c^T B_c, A_c[k][i] = a[c][k][i], B_c[k][j] = b[c][k][j]
@@ -28,7 +31,6 @@
 // Tile order: tile t of the CTA's sequence (blockIdx.x, + gridDim.x, ...) is plane t / tilesPerPlane
 // and, inside the plane, the same grouped order as the mma.sync oracle (8 M-tiles per group), so the CTAs
 // working at the same time share A and B panels in L2.
-#include <atomic>
 #include <cstdint>
 
 #include "common.cuh"
@@ -38,8 +40,8 @@
 namespace foldcp {
 namespace tgw {
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4;
-constexpr int CONSUMERS = 2;                    // consumer warpgroups, 64 rows of the tile each
-constexpr int THREADS = 128 * (1 + CONSUMERS);  // 384
+constexpr int CONSUMERS = wgcta::CONSUMERS;     // consumer warpgroups, 64 rows of the tile each
+constexpr int THREADS = wgcta::THREADS;         // 384
 constexpr int A_BYTES = BM * BK * 2;            // 16 KiB
 constexpr int B_BYTES = BN * BK * 2;            // 32 KiB
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;  // 48 KiB: the expect_tx count of one k-block
@@ -49,8 +51,7 @@ constexpr int OUT_WARP_BYTES = 16 * 64 * 2;
 constexpr int OUT_BYTES = CONSUMERS * 4 * OUT_WARP_BYTES;                  // 16 KiB
 constexpr int SMEM = STAGES * STAGE_BYTES + OUT_BYTES + 1024;  // + slack to align the buffers to 1024 B
 constexpr int GROUP_M = 8;
-// 128 * 40 + 256 * 232 = 64512 <= 65536 registers of the SM (one CTA per SM).
-constexpr int PRODUCER_REGS = 40, CONSUMER_REGS = 232;
+constexpr int PRODUCER_REGS = wgcta::PRODUCER_REGS, CONSUMER_REGS = wgcta::CONSUMER_REGS;
 // Box of one TMA load: K-major operands: 64 (K, 128 bytes: the swizzle span) x rows;
 // MN-major operands: 64 (M or N, 128 bytes) x 64 (K) per load, 2 loads for A, 4 for B.
 constexpr int MN_BOX_BYTES = 64 * 64 * 2;  // 8 KiB
@@ -112,9 +113,7 @@ __global__ void __launch_bounds__(tgw::THREADS, 1)
       mbar_init(full0 + 8 * s, 1);
       mbar_init(empty0 + 8 * s, CONSUMERS * 4);
     }
-    // Make the initialized barriers visible to the async proxy (the TMA unit completes tx on them).
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+    fence_mbarrier_init();
   }
   __syncthreads();
 
@@ -343,25 +342,10 @@ bool on_device(const void* p, int dev) {
   return a.type == cudaMemoryTypeDevice && a.device == dev;
 }
 
-// Devices whose kernels already have the dynamic shared-memory limit raised (bit per device < 64,
-// per direction).
-std::atomic<uint64_t> g_prepared[4];
-
-template <bool KMAJOR, bool ZTMA>
-cudaError_t prepare_once(int dev) {
-  const int d = (KMAJOR ? 0 : 1) + (ZTMA ? 2 : 0);
-  const uint64_t bit = dev < 64 ? (1ull << dev) : 0;
-  if (bit != 0 && (g_prepared[d].load(std::memory_order_acquire) & bit)) return cudaSuccess;
-  const cudaError_t e =
-      cudaFuncSetAttribute(tri_gemm_wgmma_kernel<KMAJOR, ZTMA>, cudaFuncAttributeMaxDynamicSharedMemorySize, tgw::SMEM);
-  if (e == cudaSuccess && bit != 0) g_prepared[d].fetch_or(bit, std::memory_order_acq_rel);
-  return e;
-}
-
 template <bool KMAJOR, bool ZTMA>
 cudaError_t launch_kernel(int dev, int grid, const CUtensorMap& ma, const CUtensorMap& mb, const CUtensorMap& mz,
                           const ZTarget& t, int np, int tilesM, int tilesN, int planes, cudaStream_t s) {
-  const cudaError_t e = prepare_once<KMAJOR, ZTMA>(dev);
+  const cudaError_t e = raise_smem_once<tri_gemm_wgmma_kernel<KMAJOR, ZTMA>>(tgw::SMEM, dev);
   if (e != cudaSuccess) return e;
   tri_gemm_wgmma_kernel<KMAJOR, ZTMA><<<grid, tgw::THREADS, tgw::SMEM, s>>>(ma, mb, mz, t, np, tilesM, tilesN, planes);
   return cudaSuccess;
@@ -369,9 +353,8 @@ cudaError_t launch_kernel(int dev, int grid, const CUtensorMap& ma, const CUtens
 
 }  // namespace
 
-// As launch_tri_gemm_wgmma_to; max_ctas > 0 caps the persistent grid (tests: many tiles per CTA).
-cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                       const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas) {
+cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
+                                 const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas) {
   using namespace tgw;
   const int64_t planes = B * (int64_t)t.dloc;
   // What TMA and the tiling need: 16-byte aligned bases and strides, np a multiple of the M tile
@@ -401,9 +384,7 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
   if (e != cudaSuccess) return e;
 
   int dev = 0, sms = 0;
-  e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return e;
-  e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev);
+  e = sm_count(&dev, &sms);
   if (e != cudaSuccess) return e;
   int grid = (int)(total < sms ? total : sms);
   if (max_ctas > 0 && grid > max_ctas) grid = max_ctas;
@@ -430,11 +411,6 @@ cudaError_t launch_tri_gemm_wgmma_ctas(const DevLayer& L, const void* a_ws, cons
   return cudaGetLastError();
 }
 
-cudaError_t launch_tri_gemm_wgmma_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
-                                     const ZTarget& t, int64_t B, cudaStream_t s) {
-  return launch_tri_gemm_wgmma_ctas(L, a_ws, b_ws, np, sab, t, B, s, 0);
-}
-
 // One GPU: one destination (this workspace's z), every channel, tokens < N.
 cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B, int64_t N,
                             int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s) {
@@ -452,11 +428,9 @@ cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_w
   return launch_tri_gemm_to(L, a_ws, b_ws, np, sab, t, B, s);
 }
 
-// Stage 2 on every path (one GPU and CP): the wgmma + TMA kernel, 1.8-2.1x the mma.sync one it
-// replaced at (1, 2048, 128) and (1, 4096, 32) on the H200 (tri_gemm_wgmma_test, 2026-12-01).
 cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                const ZTarget& t, int64_t B, cudaStream_t s) {
-  return launch_tri_gemm_wgmma_to(L, a_ws, b_ws, np, sab, t, B, s);
+  return launch_tri_gemm_ctas(L, a_ws, b_ws, np, sab, t, B, s, 0);
 }
 
 }  // namespace foldcp

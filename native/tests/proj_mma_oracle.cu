@@ -1,3 +1,7 @@
+// The mma.sync projection kernels, stages 1 and 3 of the library until the wgmma + TMA kernels
+// (src/stage1_proj_in.cu, src/stage3_proj_out.cu) replaced them on every path. They live on here
+// only as the independent oracle of proj_wgmma_test: a second implementation of the same
+// contracts (ProjInGeom / AbTarget, and the stage 3 tile), compared value for value.
 // Stage 1 (LN_in + input projection + gates + mask, channel-major store of a and b) and
 // stage 3 (LN_out + output projection + gate + bias + residual), both fused, templated on D.
 // Both work on tiles of 128 consecutive tokens of one pair row (b, i, j0..j0+127), which are
@@ -7,6 +11,7 @@
 #include <algorithm>
 
 #include "common.cuh"
+#include "mma_oracles.h"
 #include "trimul_internal.h"
 
 namespace foldcp {
@@ -399,18 +404,6 @@ __global__ void __launch_bounds__(THREADS, ProjOutCfg<D>::MIN_BLOCKS)
   }
 }
 
-// ------------------------------------------------------------------------------------------
-__global__ void f32_to_bf16_kernel(const float* __restrict__ src, bf16* __restrict__ dst, size_t n) {
-  for (size_t k = blockIdx.x * (size_t)blockDim.x + threadIdx.x; k < n; k += (size_t)gridDim.x * blockDim.x)
-    dst[k] = __float2bfloat16_rn(src[k]);
-}
-
-cudaError_t launch_f32_to_bf16(const float* src, void* dst, size_t n, cudaStream_t s) {
-  const unsigned blocks = (unsigned)std::min<size_t>((n + 255) / 256, 4096);
-  f32_to_bf16_kernel<<<blocks, 256, 0, s>>>(src, static_cast<bf16*>(dst), n);
-  return cudaGetLastError();
-}
-
 template <int D>
 static cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
                                const AbTarget& t, int64_t B, cudaStream_t s) {
@@ -440,7 +433,7 @@ static cudaError_t prepare_t() {
 
 #define FOLDCP_FOR_EACH_D(X) X(32) X(64) X(96) X(128) X(160) X(192) X(224) X(256)
 
-cudaError_t prepare_kernels(int dim) {
+cudaError_t prepare_proj_mma(int dim) {
   switch (dim) {
 #define CASE(d) \
   case d:       \
@@ -452,8 +445,8 @@ cudaError_t prepare_kernels(int dim) {
   }
 }
 
-cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
-                              const AbTarget& t, int64_t B, cudaStream_t s) {
+cudaError_t launch_proj_in_mma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                                  const AbTarget& t, int64_t B, cudaStream_t s) {
   switch (L.dim) {
 #define CASE(d) \
   case d:       \
@@ -465,29 +458,8 @@ cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* m
   }
 }
 
-// One GPU: the whole padded Np x Np grid is written (zeros outside N), into this GPU's workspace.
-// The one-GPU path runs the wgmma versions of stages 1 and 3 (1.3-1.9x these kernels on the H200,
-// proj_wgmma_test 2026-12-01), and so does the CP path (cp_plan.cu); these v1 kernels remain the
-// fallback for inputs TMA cannot address.
-cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
-                           int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s) {
-  const int64_t np = padded_n(N);
-  ProjInGeom g{N, N, np, np, np, 0, 0, N};
-  if (chans != L.dim) {
-    g.chan0 = chan0;
-    g.chans = chans;
-  }
-  AbTarget t{};
-  t.a[0] = static_cast<bf16_raw*>(a_ws);
-  t.b[0] = static_cast<bf16_raw*>(b_ws);
-  t.ld[0] = np;
-  t.plane[0] = sab;
-  t.dloc = chans;
-  return launch_proj_in_wgmma_to(L, x, mask, g, t, B, s);  // wgmma (proj_wgmma.cu); v1 where TMA cannot
-}
-
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
-                                 int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+cudaError_t launch_proj_out_mma_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
+                                     int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   switch (L.dim) {
 #define CASE(d) \
   case d:       \
@@ -497,11 +469,6 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
     default:
       return cudaErrorInvalidValue;
   }
-}
-
-cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
-                            int64_t sz, cudaStream_t s) {
-  return launch_proj_out_wgmma_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);  // wgmma; v1 where TMA cannot
 }
 
 }  // namespace foldcp

@@ -1,0 +1,313 @@
+// Stage 1 of the TriMul layer: LN_in + input projections (p_in, g_in) + gates + mask, and the
+// stores of a and b in the channel-major layout the triangle GEMM reads (the token -> channel
+// layout change rides the epilogue's stores; under context parallelism they go straight to the
+// rank that owns each channel: AbTarget). On Hopper's wgmma + TMA pipeline of pipeline.cuh.
+//
+// Tile = tokens (b, i, k0 .. k0 + 127) of the ProjInGeom grid; W1 chunk j = rows
+// 128 j .. 128 j + 127 = channels 32 j .. 32 j + 31 as (p_a, g_a, p_b, g_b) x 8 per group of 8.
+// Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
+// per thread, then the gates; a and b go through an 8 KiB transposing buffer per warpgroup to
+// 16-byte stores of 8 tokens of one channel (the AbTarget layout).
+#include <climits>
+#include <cstdint>
+
+#include "common.cuh"
+#include "pipeline.cuh"
+#include "trimul_internal.h"
+#include "wgmma_common.cuh"
+
+namespace foldcp {
+
+// x tiles in flight: enough to cover the HBM latency when tiles are short (small D).
+constexpr int in_x_buffers(int D) {
+  return proj::x_tile_bytes(D) <= 16384   ? 4
+         : proj::x_tile_bytes(D) <= 32768 ? 3
+         : proj::x_tile_bytes(D) <= 49152 ? 2
+                                          : 1;
+}
+// Besides the x tiles and the weight ring: per warpgroup a transposing buffer of 64 channel rows
+// (32 a, 32 b) x 64 tokens, then the LN weight, the LN bias and float4 (bp_a, bg_a, bp_b, bg_b) / 2.
+template <int D>
+struct InCfg : ProjCfg<D, in_x_buffers(D), proj::CONSUMERS * 64 * 128 + 6 * D * 4> {
+  static constexpr int NCH = D / 32;                       // W1 chunks of 128 rows
+  static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
+};
+
+template <int D>
+__global__ void __launch_bounds__(proj::THREADS, 1)
+    proj_in_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
+                         const uint8_t* __restrict__ mask, const float* __restrict__ lnw, const float* __restrict__ lnb,
+                         const float* __restrict__ pin_b, const float* __restrict__ gin_b,
+                         const __grid_constant__ ProjInGeom geo, const __grid_constant__ AbTarget tgt, float eps,
+                         int out_rows, int tiles_k, int total) {
+  using namespace proj;
+  using C = InCfg<D>;
+  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sm;
+  const uint32_t base = aligned_smem(smem_raw, &sm);
+  const uint32_t s_x = base;                                  // NXBUF x tiles
+  const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
+  const uint32_t s_o = s_w + C::STAGES * W_STAGE;             // transposing buffers
+  bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
+  float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
+  float* const p_lnb = p_lnw + D;
+  float4* const p_bias = reinterpret_cast<float4*>(p_lnb + D);
+  const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
+
+  for (int c = threadIdx.x; c < D; c += THREADS) {
+    p_lnw[c] = lnw[c];
+    p_lnb[c] = lnb[c];
+    // halved for gate_half
+    p_bias[c] = make_float4(0.5f * pin_b[c], 0.5f * gin_b[c], 0.5f * pin_b[D + c], 0.5f * gin_b[D + c]);
+  }
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);
+
+  const int wg = threadIdx.x >> 7;  // warp-uniform
+  const int tid_wg = threadIdx.x & 127;
+  const int n_local = tiles_of_this_cta(total);
+  const int xr = (int)geo.x_rows, xc = (int)geo.x_cols;
+  // W1 chunks (32 channels each) of this launch: all, or the channel group of geo.chan0 / chans.
+  const int jb = geo.chans > 0 ? geo.chan0 / 32 : 0;
+  const int je = geo.chans > 0 ? jb + geo.chans / 32 : C::NCH;
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producers
+    // Two independent threads, so that neither stream waits for the other's free slots:
+    // warp 0 streams the weight k-blocks, warp 1 the x tiles.
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0 && n_local > 0) {
+      produce_weights<C::NKB, C::STAGES>(&tmW, s_w, rb, n_local, jb, je);
+    } else if (tid_wg == 32 && n_local > 0) {
+      tma_prefetch_map(&tmX);
+      // The box is clamped into x (a row i >= x_rows or columns >= x_cols hold only invalid
+      // tokens, whose outputs are zero whatever x is), so no box lies wholly outside the tensor;
+      // the part past x_cols is zero-filled.
+      for (int v = 0; v < n_local; ++v) {
+        const TokenTile tt = token_tile(v, tiles_k, out_rows);
+        load_x_tile<C::NKB, C::NXBUF, C::XBYTES>(v, &tmX, s_x, rb, min(tt.kt * TOK, xc - 1), min(tt.i, xr - 1), tt.b);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // tokens 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  bf16* const my_outs = outs + cw * 64 * 64;
+  // This lane's stmatrix row for channel group 0: lanes 8 k .. 8 k + 7 address matrix k's 8
+  // channel rows (a for k < 2, b above), tokens 16 warp + 8 (k % 2) .. + 7 (16-byte chunk 2 warp + k % 2).
+  const uint32_t stsm_base = [&] {
+    const int k = lane >> 3, r = (k >> 1) * 32 + (lane & 7), q = 2 * warp + (k & 1);
+    return smem_u32(my_outs) + (uint32_t)(r * 128 + ((q ^ (r & 7)) << 4));
+  }();
+
+  // Every channel of this launch goes to rank 0 (see the stores).
+  const bool one_owner = tgt.dloc >= (je - jb) * 32;
+  const int64_t plane16 = 16 * tgt.plane[0], plane32 = 32 * tgt.plane[0];
+
+  float acc[64];
+#pragma unroll
+  for (int k = 0; k < 64; ++k) acc[k] = 0.f;
+  uint32_t af[C::KS][4];
+  ChunkRing<C::STAGES> ring;
+
+  for (int u = 0; u < n_local; ++u) {
+    const TokenTile tt = token_tile(u, tiles_k, out_rows);
+    const int i = tt.i, b = tt.b;
+    const int k0 = tt.kt * TOK;
+    // Validity of this thread's two tokens (rows g and g + 8 of its warp's 16). The mask bytes
+    // are loaded here and tested after the LayerNorm, so that their latency hides behind it
+    // (tested at once, they stalled every tile: ncu, 2026-12-01).
+    bool valid[2];
+    int mbyte[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int k = k0 + 64 * cw + 16 * warp + g + 8 * h;
+      valid[h] = (i < xr) && (k < xc) && (geo.g_row0 + i < geo.n_valid) && (geo.g_col0 + k < geo.n_valid);
+      mbyte[h] = (valid[h] && mask != nullptr) ? (int)__ldg(mask + ((int64_t)b * xr + i) * xc + k) : 1;
+    }
+    // 16-byte chunks (8 tokens) of this tile that are stored: chunks at or past store_cols would
+    // land in the next tile's columns of the destination.
+    const int nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - k0 + 7) / 8);
+
+    // This thread's 16-byte chunk of the tile in the stores below (the same for all its rows), and
+    // whether the tile stores it.
+    const int my_ch = 8 * cw + (tid_wg & 7);
+    const bool my_store = my_ch < nchunks;
+    // Owner rank and local channel of the 4 channel rows this thread stores in chunk 0
+    // (row (tid_wg + 128 it) / 8, channel row % 32); the chunk loop advances them by 32 channels.
+    // With one owner (one GPU; or a CP rank that owns every channel of this launch) the rows are
+    // a[0] / b[0] planes: two pointers for the chunk and one plane stride, advanced per chunk,
+    // replace the per-row owner arithmetic (186 instructions per chunk and warp in ncu).
+    int own_rank[4], own_chan[4];
+    bf16_raw *pa = nullptr, *pb = nullptr;
+    if (one_owner) {
+      const int64_t off = ((int64_t)b * tgt.dloc + (tid_wg >> 3)) * tgt.plane[0] + (tgt.row0[0] + i) * tgt.ld[0] +
+                          tgt.col0[0] + k0 + my_ch * 8;
+      pa = tgt.a[0] + off;
+      pb = tgt.b[0] + off;
+    } else {
+#pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int c = ((tid_wg + 128 * it) >> 3) & 31;
+        own_rank[it] = c / tgt.dloc;
+        own_chan[it] = c - own_rank[it] * tgt.dloc;
+      }
+    }
+
+    const int buf = ln_in_frags<D, C::NXBUF, C::XBYTES>(af, u, rb, s_x, cw, warp, lane, p_lnw, p_lnb, eps);
+    __syncwarp();
+    if (lane == 0) mbar_arrive(rb.xempty(buf));  // this warp's rows of x are in registers
+    valid[0] = valid[0] && mbyte[0] != 0;
+    valid[1] = valid[1] && mbyte[1] != 0;
+
+    for (int j = jb; j < je; ++j) {
+      const int ws0 = issue_chunk<C::NKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+        const uint64_t db = smem_desc(slot, 16u, 1024u);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          if (4 * kb + ks < C::KS)  // compile-time after unrolling
+            wgmma_m64n128k16_rs(acc, af[4 * kb + ks], db + (uint64_t)((ks * 32) >> 4), (kb > 0 || ks > 0) ? 1 : 0);
+        }
+      });
+      // Biases of the first 8 channels, read while the MMAs run (the waits below are memory
+      // clobbers: loads written before them stay before them); each group gi reads the next
+      // group's before its gates, so no gate waits on shared memory (the largest epilogue stall
+      // in ncu, 2026-12-01).
+      float4 nb0 = p_bias[32 * j + 2 * t4], nb1 = p_bias[32 * j + 2 * t4 + 1];
+      release_chunk<C::NKB, C::STAGES>(ws0, rb, lane);
+      fence_regs(acc);
+
+      // ---- epilogue: a = sigmoid(g_a + bg_a) * (p_a + bp_a), b likewise; 0 for invalid tokens ----
+      // Transposing buffer of this warpgroup: row = channel (a: 0..31, b: 32..63 of this chunk),
+      // 64 tokens of 2 bytes = 128 B; 16-byte chunk q of row r at position q ^ (r % 8). For each
+      // group gi of 8 channels the gated values form four 8 x 8 mma fragments (a and b, tokens
+      // g and g + 8), which one stmatrix.trans writes as 8-token rows of one channel: the 8 rows
+      // of a matrix land in 8 different bank groups. (The 2-byte stores this replaced made the
+      // epilogue issue-bound: 972 instructions per chunk and warp in ncu.)
+      bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
+#pragma unroll
+      for (int gi = 0; gi < 4; ++gi) {
+        const float4 bb0 = nb0, bb1 = nb1;
+        if (gi < 3) {
+          nb0 = p_bias[32 * j + 8 * (gi + 1) + 2 * t4];
+          nb1 = p_bias[32 * j + 8 * (gi + 1) + 2 * t4 + 1];
+        }
+        uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int ia = 4 * (4 * gi) + 2 * h;  // p_a of channel 2 t4; +4: g_a, +8: p_b, +12: g_b; +1: channel 2 t4 + 1
+          float va0 = gate_half(acc[ia + 4], bb0.y, acc[ia], bb0.x);
+          float va1 = gate_half(acc[ia + 5], bb1.y, acc[ia + 1], bb1.x);
+          float vb0 = gate_half(acc[ia + 12], bb0.w, acc[ia + 8], bb0.z);
+          float vb1 = gate_half(acc[ia + 13], bb1.w, acc[ia + 9], bb1.z);
+          if (!valid[h]) va0 = va1 = vb0 = vb1 = 0.f;
+          pk[h] = pack_bf16x2(va0, va1);
+          pk[2 + h] = pack_bf16x2(vb0, vb1);
+        }
+        stsm_x4_t(stsm_base + (uint32_t)gi * (8 * 128), pk);
+      }
+      bar_sync(BAR_WG + cw, 128);
+      if (one_owner) {
+        // rows (tid_wg >> 3) + 16 it: it 0, 1 are a rows (channel + 0, + 16), it 2, 3 b rows.
+#pragma unroll
+        for (int it = 0; it < 4; ++it) {
+          const int row = (tid_wg >> 3) + 16 * it, cc = tid_wg & 7;
+          if (my_store) {
+            const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
+            *reinterpret_cast<uint4*>((it < 2 ? pa : pb) + ((it & 1) ? plane16 : 0)) = v;
+          }
+        }
+        pa += plane32;
+        pb += plane32;
+        continue;
+      }
+#pragma unroll
+      for (int it = 0; it < 4; ++it) {
+        const int q = tid_wg + 128 * it;
+        const int row = q >> 3, cc = q & 7;
+        const int ch = 8 * cw + cc;  // 16-byte chunk of the 128-token tile
+        if (ch < nchunks) {
+          const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
+          const int qr = own_rank[it], cl = own_chan[it];
+          bf16_raw* const dst = (row < 32 ? tgt.a[qr] : tgt.b[qr]) + ((int64_t)b * tgt.dloc + cl) * tgt.plane[qr] +
+                                (tgt.row0[qr] + i) * tgt.ld[qr] + tgt.col0[qr] + k0 + ch * 8;
+          *reinterpret_cast<uint4*>(dst) = v;
+        }
+        // The same row of the next chunk is channel c + 32: advance (rank, channel) without a division.
+        int cl = own_chan[it] + 32, qr = own_rank[it];
+        while (cl >= tgt.dloc) {
+          cl -= tgt.dloc;
+          ++qr;
+        }
+        own_chan[it] = cl;
+        own_rank[it] = qr;
+      }
+    }
+  }
+  turn_finish(cw, ring.issued);
+}
+
+// ------------------------------------------------------------------ host side
+namespace {
+
+template <int D>
+cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g, const AbTarget& t,
+                        int64_t B, cudaStream_t s) {
+  using C = InCfg<D>;
+  const int64_t tiles_k = (g.out_cols + proj::TOK - 1) / proj::TOK;
+  const int64_t total = B * g.out_rows * tiles_k;
+  const bool group = g.chans != 0 && g.chans != D;
+  if (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 32 != 0 || g.chans % 32 != 0 || g.chan0 + g.chans > D))
+    return cudaErrorInvalidValue;
+  // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
+  // anything else).
+  if (B <= 0 || g.out_rows <= 0 || g.out_cols <= 0 || g.x_rows <= 0 || g.x_cols <= 0 || total > INT_MAX ||
+      g.x_rows > INT_MAX || g.x_cols > INT_MAX || B > INT_MAX || (reinterpret_cast<uintptr_t>(x) & 15) != 0 ||
+      (reinterpret_cast<uintptr_t>(L.w_in) & 15) != 0)
+    return cudaErrorInvalidValue;
+
+  CUtensorMap mx, mw;
+  cudaError_t e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, proj::TOK);  // x: (B, x_rows, x_cols, D)
+  if (e != cudaSuccess) return e;
+  e = encode_weights(&mw, L.w_in, D, 4 * D);  // W1: [4D][D]
+  if (e != cudaSuccess) return e;
+  return launch_persistent<proj_in_wgmma_kernel<D>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b,
+                                                    L.g_in_b, g, t, L.eps, (int)g.out_rows, (int)tiles_k, (int)total);
+}
+
+}  // namespace
+
+cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
+                              const AbTarget& t, int64_t B, cudaStream_t s) {
+  return with_dim(L.dim, [&](auto d) { return launch_in_t<decltype(d)::value>(L, x, mask, g, t, B, s); });
+}
+
+// One GPU: the whole padded Np x Np grid is written (zeros outside N), into this GPU's workspace.
+cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws, int64_t B,
+                           int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s) {
+  const int64_t np = padded_n(N);
+  ProjInGeom g{N, N, np, np, np, 0, 0, N};
+  if (chans != L.dim) {
+    g.chan0 = chan0;
+    g.chans = chans;
+  }
+  AbTarget t{};
+  t.a[0] = static_cast<bf16_raw*>(a_ws);
+  t.b[0] = static_cast<bf16_raw*>(b_ws);
+  t.ld[0] = np;
+  t.plane[0] = sab;
+  t.dloc = chans;
+  return launch_proj_in_to(L, x, mask, g, t, B, s);
+}
+
+cudaError_t prepare_proj_in(int dim) {
+  return with_dim(dim, [](auto d) {
+    return prepare_on_current_device<proj_in_wgmma_kernel<decltype(d)::value>>(InCfg<decltype(d)::value>::SMEM);
+  });
+}
+
+}  // namespace foldcp

@@ -1,0 +1,367 @@
+// Stage 3 of the TriMul layer: LN_out(z) + output projection p_out, gate g_out on LN_in(x),
+// biases and the residual: out = sigmoid(LN_in(x) g_out^T + bg) * (LN_out(z) p_out^T + bp) (+ x).
+// z arrives channel-major (the triangle GEMM's layout); LN_out reads it per token, so the channel
+// -> token layout change happens on this kernel's loads. On Hopper's wgmma + TMA pipeline of
+// pipeline.cuh.
+//
+// Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
+// W3 chunk j = rows 128 j .. 128 j + 127 = channels 64 j .. 64 j + 63, 8-row groups alternating
+// p_out, g_out: two wgmma B views of the same slot (descriptor stride 2048 B between 8-row groups,
+// the g view starting 1024 B in), so p and g of a channel land in the same thread's registers.
+//   p: A = LN_out(z) from shared memory (written by the consumers: z is channel-major bf16,
+//      its LayerNorm needs a transpose), m64n64k16 SS;
+//   g: A = LN_in(x) fragments in registers, m64n64k16 RS.
+// LN_out reads z straight from global memory (thread = token pair x quarter of the channels, D/4
+// registers), from L2: the x producer prefetches each tile's z rows
+// (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
+// x may alias out: the tile's x reaches shared memory by TMA before any of the tile's outputs is
+// written, and the residual is read from that copy (the buffer is held until the tile's last
+// chunk); tiles do not overlap.
+#include <climits>
+#include <cstdint>
+
+#include "common.cuh"
+#include "pipeline.cuh"
+#include "trimul_internal.h"
+#include "wgmma_common.cuh"
+
+namespace foldcp {
+
+// x tiles in flight. A buffer frees after its tile's last chunk (the residual is read from it);
+// with one buffer (D > 128) the next tile's x comes from L2 (prefetched a tile ahead) while the
+// consumers run its LN_out. Short tiles (small D) get more buffers.
+constexpr int out_x_buffers(int D) {
+  return proj::x_tile_bytes(D) <= 16384 ? 4 : proj::x_tile_bytes(D) <= 32768 ? 2 : 1;
+}
+// Besides the x tiles and the weight ring: the tile's LN_out(z) (128B-swizzled K-major, as an x
+// tile), then LN_in w, b, LN_out w, b, bp, bg.
+template <int D>
+struct OutCfg : ProjCfg<D, out_x_buffers(D), proj::x_tile_bytes(D) + 6 * D * 4> {
+  // W3 chunks of 128 rows (64 channels; the last one half used when D % 64 == 32)
+  static constexpr int NCH = (D + 63) / 64;
+  static constexpr int AZBYTES = proj::x_tile_bytes(D);  // LN_out(z) of the tile
+};
+
+template <int D>
+__global__ void __launch_bounds__(proj::THREADS, 1)
+    proj_out_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
+                          const __grid_constant__ CUtensorMap tmO, const bf16* x, const bf16_raw* __restrict__ z,
+                          const float* __restrict__ lniw,
+                          const float* __restrict__ lnib, const float* __restrict__ lnow,
+                          const float* __restrict__ lnob, const float* __restrict__ pout_b,
+                          const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
+                          int residual, int z_prefetch, int tiles_k, int total) {
+  using namespace proj;
+  using C = OutCfg<D>;
+  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sm;
+  const uint32_t base = aligned_smem(smem_raw, &sm);
+  const uint32_t s_x = base;                         // NXBUF x tiles
+  const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;  // LN_out(z) tile
+  const uint32_t s_w = s_az + C::AZBYTES;            // STAGES weight slots
+  float* const p_lniw = reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * W_STAGE);
+  float* const p_lnib = p_lniw + D;
+  float* const p_lnow = p_lnib + D;
+  float* const p_lnob = p_lnow + D;
+  float* const p_bp = p_lnob + D;
+  float* const p_bg = p_bp + D;
+  const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
+
+  for (int c = threadIdx.x; c < D; c += THREADS) {
+    p_lniw[c] = lniw[c];
+    p_lnib[c] = lnib[c];
+    p_lnow[c] = lnow[c];
+    p_lnob[c] = lnob[c];
+    p_bp[c] = 0.5f * pout_b[c];  // halved for gate_half
+    p_bg[c] = 0.5f * gout_b[c];
+  }
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);
+
+  const int wg = threadIdx.x >> 7;
+  const int tid_wg = threadIdx.x & 127;
+  const int n_local = tiles_of_this_cta(total);
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producers
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0 && n_local > 0) {
+      produce_weights<C::NKB, C::STAGES>(&tmW, s_w, rb, n_local, 0, C::NCH);
+    } else if (tid_wg == 32 && n_local > 0) {
+      tma_prefetch_map(&tmX);
+      for (int v = 0; v < n_local; ++v) {
+        const TokenTile tt = token_tile(v, tiles_k, rows);
+        const int i = tt.i, b = tt.b;
+        const int j0 = tt.kt * TOK;
+        if (z_prefetch) {
+          // The tile's z rows (one per channel, 128 tokens = 256 B, 16-byte aligned: checked on
+          // the host) into L2 for the consumers' LN_out; the tail under 16 B is left out.
+          const uint32_t bytes = (uint32_t)(min(TOK, cols - j0) * 2) & ~15u;
+          if (bytes > 0) {
+            const bf16_raw* zr = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0;
+            for (int c = 0; c < D; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
+          }
+        }
+        // The tile's x (contiguous: 128 tokens x D) into L2 as well: its buffer frees only when the
+        // previous tile's last chunk has read its residual, so the TMA load below then finds L2.
+        bulk_prefetch_l2(x + (((int64_t)b * rows + i) * cols + j0) * D, (uint32_t)(min(TOK, cols - j0) * D * 2));
+        load_x_tile<C::NKB, C::NXBUF, C::XBYTES>(v, &tmX, s_x, rb, j0, i, b);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // tokens 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+
+  uint32_t ax[C::KS][4];
+  ChunkRing<C::STAGES> ring;
+
+  for (int u = 0; u < n_local; ++u) {
+    const TokenTile tt = token_tile(u, tiles_k, rows);
+    const int i = tt.i, b = tt.b;
+    const int j0 = tt.kt * TOK;
+    const int jvalid = min(TOK, cols - j0);
+
+    // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
+    // Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
+    // channels 32 uu + 8 q + e (e < 8) of both tokens: one 4-byte load per channel brings the pair
+    // (z is bf16, channel-major), so one load instruction reads 16 consecutive tokens (one 32-byte
+    // sector) of 4 channels, and all D / 4 loads are issued before any is reduced (the LN_out
+    // loads were the largest stall of this kernel in ncu, 2026-12-01). D / 4 registers.
+    {
+      const int row = 64 * cw + 16 * warp + 2 * (lane & 7);
+      const int q = lane >> 3;
+      // The pair is read whole even when only its first token is valid (odd cols): the second
+      // is then a padding column of the same z row (ldz >= cols + 1, checked on the host) and is
+      // zeroed below, as are pairs past the tile's valid tokens.
+      const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
+      // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
+      // D / 4 addresses from the plane stride took about 8 instructions (ncu, 2026-12-01).
+      const bf16_raw* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
+      uint32_t v[D / 32][8];
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
+          zp += sz;
+        }
+        zp += 24 * sz;
+      }
+      const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[uu][e] &= keep;
+      float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          sum0 += bf16_lo(v[uu][e]);
+          sum1 += bf16_hi(v[uu][e]);
+        }
+      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 8);
+      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 8);
+      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 16);
+      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 16);
+      const float mean0 = sum0 * (1.0f / D), mean1 = sum1 * (1.0f / D);
+      float sq0 = 0.f, sq1 = 0.f;
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
+          sq0 += d0 * d0;
+          sq1 += d1 * d1;
+        }
+      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 8);
+      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 8);
+      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 16);
+      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 16);
+      const float rstd0 = rsqrtf(sq0 * (1.0f / D) + eps), rstd1 = rsqrtf(sq1 * (1.0f / D) + eps);
+#pragma unroll
+      for (int uu = 0; uu < D / 32; ++uu) {
+        const int c0 = 32 * uu + 8 * q;
+        const float4 w0 = *reinterpret_cast<const float4*>(p_lnow + c0);
+        const float4 w1 = *reinterpret_cast<const float4*>(p_lnow + c0 + 4);
+        const float4 b0 = *reinterpret_cast<const float4*>(p_lnob + c0);
+        const float4 b1 = *reinterpret_cast<const float4*>(p_lnob + c0 + 4);
+        const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+        const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+        uint32_t pk0[4], pk1[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
+                               (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
+          pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
+                               (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
+        }
+        // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte rows
+        const uint32_t kb = s_az + (uint32_t)(uu >> 1) * KB_BYTES;
+        const uint32_t dst0 = swz128(kb, row, 4 * (uu & 1) + q), dst1 = swz128(kb, row + 1, 4 * (uu & 1) + q);
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst0), "r"(pk0[0]), "r"(pk0[1]), "r"(pk0[2]),
+                     "r"(pk0[3])
+                     : "memory");
+        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst1), "r"(pk1[0]), "r"(pk1[1]), "r"(pk1[2]),
+                     "r"(pk1[3])
+                     : "memory");
+      }
+    }
+    fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
+
+    // ---- LN_in(x) -> A fragments in registers
+    const int buf = ln_in_frags<D, C::NXBUF, C::XBYTES>(ax, u, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
+    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
+
+    float accp[32], accg[32];
+#pragma unroll
+    for (int k = 0; k < 32; ++k) accp[k] = accg[k] = 0.f;
+    for (int j = 0; j < C::NCH; ++j) {
+      // Residual x of this thread's outputs (tokens 64 cw + 16 warp + g + 8 h, channels
+      // 64 j + 8 jj + 2 t4 + {0, 1}) from the tile's x in shared memory (k-block j, 16-byte chunk
+      // jj: the 8 rows of one load fall in 8 bank groups), read before the turn wait. The tile's x
+      // buffer is therefore held until the tile's last chunk. (Read again from global memory, 4
+      // bytes over 8 rows per load instruction, it was the largest epilogue stall and half of the
+      // L1 wavefronts in ncu.)
+      const uint32_t xj = s_x + buf * C::XBYTES + (uint32_t)j * KB_BYTES;  // k-block j of the tile's x
+      const int wrow = 64 * cw + 16 * warp;                                 // the warp's 16 tokens
+      auto xres_addr = [&](int jj, int h) { return swz128(xj, wrow + g + 8 * h, jj) + 4u * (uint32_t)t4; };
+      uint32_t xres[8][2];
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          xres[jj][h] = 0u;
+          if (residual) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(xres[jj][h]) : "r"(xres_addr(jj, h)));
+        }
+      const int ws0 = issue_chunk<C::NKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+        const uint64_t dp = smem_desc(slot, 16u, 2048u);           // p_out rows: 8-row groups 0, 2, 4, ...
+        const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);   // g_out rows: 8-row groups 1, 3, 5, ...
+        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * (64 * 128), 16u, 1024u);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {
+          if (4 * kb + ks < C::KS) {
+            const uint64_t step = (uint64_t)((ks * 32) >> 4);
+            const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+            wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
+            wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+          }
+        }
+      });
+      // Biases of the epilogue's first channel pair, read while the MMAs run; each jj below reads
+      // the next pair's before its gates (they waited on shared memory: ncu, 2026-12-01).
+      float2 nbp = make_float2(0.f, 0.f), nbg = make_float2(0.f, 0.f);
+      if (D % 64 == 0 || 64 * j + 2 * t4 < D) {
+        nbp = *reinterpret_cast<const float2*>(p_bp + 64 * j + 2 * t4);
+        nbg = *reinterpret_cast<const float2*>(p_bg + 64 * j + 2 * t4);
+      }
+
+      release_chunk<C::NKB, C::STAGES>(ws0, rb, lane);
+      fence_regs(accp);
+      fence_regs(accg);
+
+      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x), bf16 pairs straight from registers.
+      // Thread outputs: tokens 64 cw + 16 warp + g (+ 8 h), channels 64 j + 8 jj + 2 t4 (+ 1).
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int c = 64 * j + 8 * jj + 2 * t4;
+        const float2 bp = nbp, bg = nbg;
+        if (jj < 7 && (D % 64 == 0 || c + 8 < D)) {
+          nbp = *reinterpret_cast<const float2*>(p_bp + c + 8);
+          nbg = *reinterpret_cast<const float2*>(p_bg + c + 8);
+        }
+        if (D % 64 == 0 || c < D) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            float v0 = gate_half(accg[4 * jj + 2 * h], bg.x, accp[4 * jj + 2 * h], bp.x);
+            float v1 = gate_half(accg[4 * jj + 2 * h + 1], bg.y, accp[4 * jj + 2 * h + 1], bp.y);
+            if (residual) {
+              v0 += bf16_lo(xres[jj][h]);
+              v1 += bf16_hi(xres[jj][h]);
+            }
+            // over the residual it was computed from, in the tile's x buffer (see below)
+            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(xres_addr(jj, h)), "r"(pack_bf16x2(v0, v1)) : "memory");
+          }
+        }
+      }
+      // The warp's 16 tokens x 64 channels of this chunk now sit in the x buffer in out's layout:
+      // one TMA store writes them (tokens past cols and channels past D lie outside the map), where
+      // 16 four-byte stores per thread over 8 rows each went before.
+      fence_proxy_async_smem();
+      __syncwarp();
+      if (lane == 0) {
+        tma_store_4d(&tmO, xj + (uint32_t)wrow * 128u, 64 * j, j0 + wrow, i, b);
+        bulk_commit();
+      }
+    }
+    // The x buffer is rewritten by the next tile's load: the stores must have read it first.
+    if (lane == 0) bulk_wait_read<0>();
+    __syncwarp();
+    if (lane == 0) mbar_arrive(rb.xempty(buf));  // this warp's reads of the x tile are done
+  }
+  if (lane == 0) bulk_wait_all();
+  turn_finish(cw, ring.issued);
+}
+
+// ------------------------------------------------------------------ host side
+namespace {
+
+template <int D>
+cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                         int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  using C = OutCfg<D>;
+  const int64_t tiles_k = (cols + proj::TOK - 1) / proj::TOK;
+  const int64_t total = B * rows * tiles_k;
+  // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
+  // anything else).
+  if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
+      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(out) & 15) != 0 ||
+      (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0 ||
+      // LN_out reads z a token pair per 4-byte load: pairs must be aligned, and an odd row's
+      // last pair must end inside the row's padding.
+      (reinterpret_cast<uintptr_t>(z) & 3) != 0 || ldz % 2 != 0 || sz % 2 != 0 || (cols % 2 != 0 && ldz <= cols))
+    return cudaErrorInvalidValue;
+
+  // x and out: (B, rows, cols, D) bf16; x loaded in boxes of 64 channels x 128 tokens, out
+  // stored in boxes of 64 channels x 16 tokens (one consumer warp's rows of a chunk).
+  CUtensorMap mx, mw, mo;
+  cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, proj::TOK);
+  if (e != cudaSuccess) return e;
+  e = encode_tokens(&mo, out, D, cols, rows, B, 16);
+  if (e != cudaSuccess) return e;
+  e = encode_weights(&mw, L.w_out, D, 2 * D);  // W3: [2D][D] (rows past 2D zero-filled when D % 64 == 32)
+  if (e != cudaSuccess) return e;
+  // The z rows can be bulk-prefetched when every row start is 16-byte aligned.
+  const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 8 == 0 && ldz % 8 == 0) ? 1 : 0;
+  return launch_persistent<proj_out_wgmma_kernel<D>>(
+      C::SMEM, total, s, mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
+      L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
+      (int)tiles_k, (int)total);
+}
+
+}  // namespace
+
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
+                                 int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  return with_dim(L.dim,
+                  [&](auto d) { return launch_out_t<decltype(d)::value>(L, x, z, out, B, rows, cols, ldz, sz, s); });
+}
+
+// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens.
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
+                            int64_t sz, cudaStream_t s) {
+  return launch_proj_out_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);
+}
+
+cudaError_t prepare_proj_out(int dim) {
+  return with_dim(dim, [](auto d) {
+    return prepare_on_current_device<proj_out_wgmma_kernel<decltype(d)::value>>(OutCfg<decltype(d)::value>::SMEM);
+  });
+}
+
+}  // namespace foldcp
