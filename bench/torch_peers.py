@@ -86,13 +86,17 @@ class Ours:
     def __init__(self, path):
         self.lib = ctypes.CDLL(path)
         L = self.lib
+        # A library from before the options struct (the A/B baseline) has three forward entry
+        # points and a forward without options; the plain forward is the same call otherwise.
+        self.legacy = hasattr(L, "foldcp_trimul_forward_group")
         L.foldcp_last_error.restype = ctypes.c_char_p
         L.foldcp_trimul_workspace_size.argtypes = [ctypes.c_int64] * 3 + [ctypes.POINTER(ctypes.c_size_t)]
         L.foldcp_trimul_create.argtypes = [ctypes.POINTER(Weights), ctypes.POINTER(ctypes.c_void_p)]
         L.foldcp_trimul_destroy.argtypes = [ctypes.c_void_p]
         L.foldcp_trimul_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t,
-                                            ctypes.POINTER(ForwardOptions), ctypes.c_void_p]
+                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t] + (
+                                                [] if self.legacy else [ctypes.POINTER(ForwardOptions)]) + [
+                                                    ctypes.c_void_p]
         L.foldcp_trimul_channel_group.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_size_t,
                                                                          ctypes.POINTER(ctypes.c_int64)]
         L.foldcp_trimul_workspace_size_group.argtypes = [ctypes.c_int64] * 4 + [ctypes.POINTER(ctypes.c_size_t)]
@@ -141,8 +145,9 @@ class Ours:
 
     def forward(self, h, x, mask_u8, out, ws):
         B, N = x.shape[0], x.shape[1]
+        opts = [] if self.legacy else [None]
         self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
-                                                  ws.data_ptr(), ws.numel(), None,
+                                                  ws.data_ptr(), ws.numel(), *opts,
                                                   torch.cuda.current_stream().cuda_stream), "forward")
         return out
 
@@ -287,6 +292,9 @@ def memory_scale(ours, shapes, args, gpu):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", required=True)
+    ap.add_argument("--baseline-lib", default="",
+                    help="a second build of our library (say, the commit before a change), timed as arm "
+                         "ours_baseline interleaved with ours on the same inputs: the same-run A/B")
     ap.add_argument("--csv", default="")
     ap.add_argument("--shapes", default="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256")
     ap.add_argument("--iters", type=int, default=10)
@@ -307,11 +315,16 @@ def main():
     gpu = torch.cuda.get_device_name(0)
     print(f"torch {torch.__version__}, {gpu}", flush=True)
     ours = Ours(args.lib)
+    base = Ours(args.baseline_lib) if args.baseline_lib else None
     t_start = time.time()
     left = lambda: args.budget_s - (time.time() - t_start)
 
     for line in correctness(ours, not args.no_compile):
         print(line, flush=True)
+    if base is not None:
+        for line in correctness(base, False):
+            if " ours " in line:
+                print(line.replace(" ours ", " ours_baseline ", 1), flush=True)
 
     if args.memory_shapes:
         mshapes = [tuple(int(v) for v in s.split(",")) for s in args.memory_shapes.split(";") if s.strip()]
@@ -343,13 +356,16 @@ def main():
             arms = {}
             status = {}
             peak = {}
-            # ours
+            # ours (and the baseline build on the same workspace and output buffers)
             h = ours.layer(p32, direction)
+            hb = base.layer(p32, direction) if base is not None else None
             ws = out = None
             try:
                 ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device=dev)
                 out = torch.empty_like(x)
                 arms["ours"] = lambda: ours.forward(h, x, mu8, out, ws)
+                if base is not None and base.ws_bytes(B, N, D) <= ws.numel():
+                    arms["ours_baseline"] = lambda: base.forward(hb, x, mu8, out, ws)
             except torch.OutOfMemoryError:
                 status["ours"] = "oom"
             arms["torch_eager"] = lambda: fn(x, mbf, pb)
@@ -360,6 +376,7 @@ def main():
             # shared inputs (x, masks); buffers that other arms keep allocated are not counted
             shared = x.numel() * x.element_size() + mu8.numel() + mbf.numel() * mbf.element_size()
             own = {"ours": (ws.numel() + out.numel() * out.element_size()) if "ours" in arms else 0}
+            own["ours_baseline"] = own["ours"]
             for name in list(arms):
                 try:
                     torch.cuda.synchronize()
@@ -382,6 +399,16 @@ def main():
                     status[name] = "error"
                     print(f"  {name} failed: {e}", flush=True)
                     arms.pop(name)
+            if "ours" in arms and "ours_baseline" in arms:
+                arms["ours"]()
+                mine = out.clone()
+                arms["ours_baseline"]()
+                torch.cuda.synchronize()
+                same = torch.equal(mine.view(torch.int16), out.view(torch.int16))
+                print(f"  A/B {direction} ({B},{N},{D}): ours and ours_baseline outputs "
+                      f"{'bit-equal' if same else 'DIFFER'}", flush=True)
+                status["ours_baseline"] = "ok" if same else "differs"
+                mine = None
             times = {k: [] for k in arms}
             names = list(arms)
             e0 = torch.cuda.Event(enable_timing=True)
@@ -397,7 +424,7 @@ def main():
                     times[name].append(e0.elapsed_time(e1))
                     del r
             med = {k: statistics.median(v) for k, v in times.items()}
-            for name in ["ours", "torch_eager", "torch_compile"]:
+            for name in ["ours", "ours_baseline", "torch_eager", "torch_compile"]:
                 if name in status:
                     rows.append([date, args.commit, gpu, 1, "1x1", direction, B, N, D, name,
                                  f"{med[name]:.3f}" if name in med else "", f"{peak.get(name, 0):.2f}",
@@ -408,6 +435,8 @@ def main():
             print(f"{direction:8s} ({B},{N},{D}) {msg}  ours={flops / med.get('ours', float('nan')) / 1e9:.0f} TFLOP/s"
                   if "ours" in med else f"{direction} ({B},{N},{D}) {msg}", flush=True)
             ours.lib.foldcp_trimul_destroy(h)
+            if hb is not None:
+                base.lib.foldcp_trimul_destroy(hb)
             arms = x = mu8 = mbf = pb = ws = out = cfn = r = None
             torch.cuda.empty_cache()
             torch._dynamo.reset()

@@ -104,44 +104,29 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_destroyLayer(JNIEnv*
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forward(JNIEnv* env, jclass, jlong layer, jlong x,
                                                                     jlong mask, jlong out, jlong b, jlong n,
                                                                     jlong ws, jlong ws_bytes, jlong group,
-                                                                    jlong stream) {
+                                                                    jlong stream, jfloatArray stage_ms) {
   if (ws_bytes < 0) {
     throw_plain(env, kInvalidInput, "workspace bytes = " + std::to_string(ws_bytes) + ": must be >= 0");
     return;
   }
-  foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
-  opts.group = group;
-  check(env,
-        foldcp_trimul_forward(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
-                              as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
-                              static_cast<size_t>(ws_bytes), &opts, as_ptr<struct CUstream_st>(stream)),
-        "foldcp_trimul_forward");
-}
-
-JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_forwardProfiled(JNIEnv* env, jclass, jlong layer,
-                                                                            jlong x, jlong mask, jlong out, jlong b,
-                                                                            jlong n, jlong ws, jlong ws_bytes,
-                                                                            jlong stream, jfloatArray stage_ms) {
-  if (ws_bytes < 0) {
-    throw_plain(env, kInvalidInput, "workspace bytes = " + std::to_string(ws_bytes) + ": must be >= 0");
-    return;
-  }
-  if (stage_ms == nullptr || env->GetArrayLength(stage_ms) < 3) {
-    throw_plain(env, kInvalidInput, "stageMs: must be a float[3] (one time per stage)");
+  if (stage_ms != nullptr && env->GetArrayLength(stage_ms) < 3) {
+    throw_plain(env, kInvalidInput, "stageMs: must be null or a float[3] (one time per stage)");
     return;
   }
   float ms[3] = {0.f, 0.f, 0.f};
   foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
-  opts.stage_ms = ms;
-  // Named "foldcp_trimul_forward_profiled" in exception messages, as Java's callers and tests
-  // (StickyCudaErrorGpuTest) know the profiled forward.
+  opts.group = group;
+  opts.stage_ms = stage_ms != nullptr ? ms : nullptr;
+  // A profiled forward waits for its kernels, so a device fault surfaces here: the message says which.
   if (check(env,
             foldcp_trimul_forward(as_ptr<const foldcp_trimul_layer>(layer), as_ptr<const void>(x),
                                   as_ptr<const uint8_t>(mask), as_ptr<void>(out), b, n, as_ptr<void>(ws),
                                   static_cast<size_t>(ws_bytes), &opts, as_ptr<struct CUstream_st>(stream)),
-            "foldcp_trimul_forward_profiled"))
+            stage_ms != nullptr ? "foldcp_trimul_forward (profiled)" : "foldcp_trimul_forward"))
     return;
-  env->SetFloatArrayRegion(stage_ms, 0, 3, ms);
+  if (stage_ms != nullptr) {
+    env->SetFloatArrayRegion(stage_ms, 0, 3, ms);
+  }
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_nonFiniteScan(JNIEnv* env, jclass, jlong x,

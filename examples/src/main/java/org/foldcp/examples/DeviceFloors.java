@@ -107,7 +107,7 @@ final class DeviceFloors implements AutoCloseable {
   private void stack(DeviceBuffer x) {
     long m = mask == null ? 0 : mask.address();
     for (long h : layers) {
-      NativeTriMul.forward(h, x.address(), m, x.address(), b, n, ws.address(), ws.bytes(), d, compute.handle());
+      NativeTriMul.forward(h, x.address(), m, x.address(), b, n, ws.address(), ws.bytes(), d, compute.handle(), null);
     }
   }
 

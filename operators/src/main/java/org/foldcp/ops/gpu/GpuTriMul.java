@@ -164,10 +164,8 @@ public final class GpuTriMul implements TriMulBackend {
   /**
    * The resident stack, each layer through the native profiled forward (CUDA events around the
    * stages, then a wait for them), the stage times summed over the layers and reported once the
-   * output is downloaded. Same output, bit for bit, as the plain forward. A shape that runs in
-   * channel groups ({@link #channelGroup()} below D) runs the plain grouped forward and reports
-   * nothing: the native library has no profiled grouped entry, and its profiled forward needs the
-   * whole workspace, which such a shape does not have (logged once per shape).
+   * output is downloaded. Same output, bit for bit, as the plain forward; a shape that runs in
+   * channel groups ({@link #channelGroup()} below D) reports its stages summed over the groups.
    */
   @Override
   public synchronized PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite,
@@ -223,7 +221,7 @@ public final class GpuTriMul implements TriMulBackend {
         mask = m.address();
       }
       DeviceBuffer result = out == null ? r.x() : out;
-      StageTimes measured = runLayers(stack, r, mask, result, sink != null && r.profilable());
+      StageTimes measured = runLayers(stack, r, mask, result, sink != null);
       PairTensor y = PairTensor.zeros(b, n, n, d);
       long bytes = TensorBytes.valueBytes(y);
       transfers.download(result, bytes, stream, (off, src, len) -> TensorBytes.takeValues(y, off, src, len));
@@ -247,23 +245,20 @@ public final class GpuTriMul implements TriMulBackend {
 
   /**
    * Queues every layer on the stream, in place on the resident copy (or, for the test hook, into
-   * the caller's buffer); with {@code profiled}, through the native profiled forward, returning the
-   * stage times summed over the layers (else null).
+   * the caller's buffer); with {@code profiled}, each layer waits for its kernels and the stage
+   * times summed over the layers are returned (else null).
    */
   private StageTimes runLayers(List<TriMulLayer> stack, ResidentBuffers r, long mask, DeviceBuffer result,
                                boolean profiled) {
     StageTimes measured = StageTimes.ZERO;
-    float[] stageMs = new float[3];
+    float[] stageMs = profiled ? new float[3] : null;
     synchronized (layers) { // no eviction between taking the handles and queueing their kernels
       for (long h : layers.handles(stack)) {
+        NativeTriMul.forward(h, r.x().address(), mask, result.address(), r.b, r.n, r.workspace().address(),
+            r.workspace().bytes(), r.group, stream.handle(), stageMs);
         if (profiled) {
-          NativeTriMul.forwardProfiled(h, r.x().address(), mask, result.address(), r.b, r.n, r.workspace().address(),
-              r.workspace().bytes(), stream.handle(), stageMs);
           measured = measured.plus(StageTimes.ofMillis(stageMs));
           profiledLayerRuns++;
-        } else {
-          NativeTriMul.forward(h, r.x().address(), mask, result.address(), r.b, r.n, r.workspace().address(),
-              r.workspace().bytes(), r.group, stream.handle());
         }
         layerRuns++;
       }

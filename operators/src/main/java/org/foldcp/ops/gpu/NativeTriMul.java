@@ -83,14 +83,12 @@ public final class NativeTriMul {
    * One forward, asynchronous on {@code stream}: x and out are bf16 (B, N, N, D) device buffers
    * (out may equal x), mask a uint8 (B, N, N) device buffer or 0, workspace at least
    * {@link #workspaceSizeGroup} bytes for {@code group} (D, or 0, is the whole: {@link #workspaceSize}).
-   * The result does not depend on the group, bit for bit.
+   * The result does not depend on the group, bit for bit. With {@code stageMs} (a float[3]; null:
+   * not profiled) it waits for the kernels and stores the milliseconds of the 3 stages, summed over
+   * the channel groups.
    */
   public static native void forward(long layer, long x, long mask, long out, long batch, long n,
-      long workspace, long workspaceBytes, long group, long stream);
-
-  /** As {@link #forward}, but waits and stores the milliseconds of the 3 stages in {@code stageMs}. */
-  public static native void forwardProfiled(long layer, long x, long mask, long out, long batch, long n,
-      long workspace, long workspaceBytes, long stream, float[] stageMs);
+      long workspace, long workspaceBytes, long group, long stream, float[] stageMs);
 
   /**
    * The device-side input check, asynchronous on {@code stream}: counts the NaN and Inf among the

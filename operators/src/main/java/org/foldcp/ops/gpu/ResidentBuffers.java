@@ -20,7 +20,6 @@ final class ResidentBuffers implements AutoCloseable {
   private DeviceBuffer x;
   private DeviceBuffer mask;
   private DeviceBuffer ws;
-  private boolean profileRefusalLogged;
 
   private ResidentBuffers(GpuDevice device, int b, int n, int d, long group) {
     this.device = device;
@@ -87,21 +86,6 @@ final class ResidentBuffers implements AutoCloseable {
       mask = DeviceBuffer.allocate(device, (long) b * n * n, "mask (B, N, N) uint8");
     }
     return mask;
-  }
-
-  /**
-   * Whether stage times can be measured for this shape: only ungrouped, since the native profiled
-   * forward needs the whole workspace. Says why not once per shape.
-   */
-  boolean profilable() {
-    boolean whole = group == d;
-    if (!whole && !profileRefusalLogged) {
-      profileRefusalLogged = true;
-      LOG.log(System.Logger.Level.INFO, () -> "(B, N, D) = (" + b + ", " + n + ", " + d + ") runs in channel groups"
-          + " of " + group + ", and the native profiled forward needs the whole workspace: its forwards run"
-          + " unprofiled and report no GPU stage times");
-    }
-    return whole;
   }
 
   DeviceBuffer x() {

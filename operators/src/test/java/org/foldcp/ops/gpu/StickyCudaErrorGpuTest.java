@@ -74,7 +74,7 @@ class StickyCudaErrorGpuTest {
     assertEquals("GpuException", illegal.outcome(), "the forward that stores past its workspace ("
         + found.getProperty("illegalAddress.workspace") + "): " + illegal.text());
     assertEquals("FOLDCP_ERR_CUDA", illegal.status(), illegal.text());
-    assertTrue(illegal.message().contains("foldcp_trimul_forward_profiled failed (FOLDCP_ERR_CUDA)")
+    assertTrue(illegal.message().contains("foldcp_trimul_forward (profiled) failed (FOLDCP_ERR_CUDA)")
         && illegal.message().contains("cudaError"), "the message must carry the native CUDA error: " + illegal.text());
     assertNotEquals("none", illegal.sticky(), "StickyCudaErrors.in must name the error: " + illegal.text());
     assertTrue(illegal.message().contains(illegal.sticky()), "the sticky error named (" + illegal.sticky()

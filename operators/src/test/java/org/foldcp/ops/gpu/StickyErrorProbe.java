@@ -65,15 +65,15 @@ public final class StickyErrorProbe {
     long wsBytes = NativeTriMul.workspaceSize(1, N, D);
     DeviceBuffer ws = DeviceBuffer.allocate(dev, wsBytes, "probe workspace");
     GpuStream stream = GpuStream.create(dev);
-    Runnable validForward = () -> NativeTriMul.forwardProfiled(layer, x.address(), 0, x.address(), 1, N, ws.address(),
-        wsBytes, stream.handle(), new float[3]);
+    Runnable validForward = () -> NativeTriMul.forward(layer, x.address(), 0, x.address(), 1, N, ws.address(),
+        wsBytes, D, stream.handle(), new float[3]);
 
     step("valid", validForward);
-    step("smallWorkspace", () -> NativeTriMul.forwardProfiled(layer, x.address(), 0, x.address(), 1, N, ws.address(),
-        wsBytes / 2, stream.handle(), new float[3]));
+    step("smallWorkspace", () -> NativeTriMul.forward(layer, x.address(), 0, x.address(), 1, N, ws.address(),
+        wsBytes / 2, D, stream.handle(), new float[3]));
     long bogus = 0x10000;  // 16-byte aligned, never device memory
-    step("notDeviceMemory", () -> NativeTriMul.forwardProfiled(layer, bogus, 0, bogus, 1, N, ws.address(), wsBytes,
-        stream.handle(), new float[3]));
+    step("notDeviceMemory", () -> NativeTriMul.forward(layer, bogus, 0, bogus, 1, N, ws.address(), wsBytes,
+        D, stream.handle(), new float[3]));
     step("outOfMemory", () -> DeviceBuffer.allocate(dev, 1L << 50, "more than any GPU has").close());
     step("validAfterNonSticky", validForward);
 
@@ -82,8 +82,8 @@ public final class StickyErrorProbe {
     DeviceBuffer real = DeviceBuffer.allocate(dev, xBytes + REAL_WORKSPACE_BYTES, "fault x and 2 MiB of workspace");
     long lyingWorkspace = real.address() + xBytes;  // right after x: no overlap with it, as the native check wants
     found.setProperty("illegalAddress.workspace", "claimed " + claimed + " bytes, real " + REAL_WORKSPACE_BYTES);
-    step("illegalAddress", () -> NativeTriMul.forwardProfiled(layer, real.address(), 0, real.address(), FAULT_B,
-        FAULT_N, lyingWorkspace, claimed, stream.handle(), new float[3]));
+    step("illegalAddress", () -> NativeTriMul.forward(layer, real.address(), 0, real.address(), FAULT_B,
+        FAULT_N, lyingWorkspace, claimed, D, stream.handle(), new float[3]));
 
     step("validAfterSticky", validForward);
     step("createLayerAfterSticky", () -> NativeTriMul.createLayer(layer()));

@@ -236,7 +236,7 @@ public final class StackFeed implements AutoCloseable {
           NativeTriMul.nonFiniteScan(x, (long) b * n * n * d, slot.result.address(), compute.handle());
         }
         for (long h : handles) {
-          NativeTriMul.forward(h, x, mask, x, b, n, ws.address(), ws.bytes(), d, compute.handle());
+          NativeTriMul.forward(h, x, mask, x, b, n, ws.address(), ws.bytes(), d, compute.handle(), null);
         }
         slot.computed.record(compute);
       }
