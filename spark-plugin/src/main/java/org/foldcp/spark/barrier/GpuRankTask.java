@@ -16,6 +16,7 @@ import org.foldcp.ops.gpu.cp.NvshmemTeam;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
 import org.foldcp.spark.config.FoldCpConf;
+import org.foldcp.spark.gpu.BorrowedGpu;
 import org.foldcp.spark.route.RouteMetrics;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.SharedStack;
@@ -36,8 +37,10 @@ import org.slf4j.LoggerFactory;
  *   <li>forms, or reuses, this executor's NVSHMEM team ({@link NvshmemTeam#form}) through the
  *       stage's allGather ({@link BarrierRendezvous}): with several teams in the stage, each team
  *       is an NVSHMEM world of its own (its rank 0's unique id; a process belongs to one world);
+ *   <li>borrows the executor's GPU as every task that computes there does ({@link
+ *       TaskBackends#borrowGpu}: a permit, given back when the rank ends);
  *   <li>runs every complex through a {@link CpGpuStack}, its tile in and out through the executor's
- *       pinned pool and copy threads ({@link TaskBackends#transfers}), one stack per complex shape
+ *       pinned pool and copy threads ({@link org.foldcp.spark.gpu.ExecutorGpu#transfers}), one stack per shape
  *       (N, D) at a time: complexes of one shape share a stack(), the next one's tile cut, copied
  *       and uploaded while one computes (where the device has room for a second tile), and a
  *       stack is closed (collectively, on every rank in the same order) before the next shape's is
@@ -80,9 +83,15 @@ final class GpuRankTask extends RankBody {
       Map<String, List<ComplexShape>> shapes = byShape(agreed.complexes());
       List<ComplexShape> inShapeOrder = new ArrayList<>();
       shapes.values().forEach(inShapeOrder::addAll);
-      return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
-          inShapeOrder, new NvshmemRank(rank, team, TaskBackends.transfers(device), mine, inShapeOrder, shapes.size()),
-          ctx);
+      // the executor's GPU, borrowed like any task's: its permit for as long as the rank computes
+      BorrowedGpu gpu = TaskBackends.borrowGpu(device);
+      try {
+        return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
+            inShapeOrder, new NvshmemRank(rank, team, gpu, mine, inShapeOrder, shapes.size()), ctx);
+      } catch (RuntimeException | Error e) {
+        gpu.close();
+        throw e;
+      }
     } catch (RuntimeException | Error e) {
       throw RankBody.withRank(plan, rank, e);
     }
@@ -95,6 +104,7 @@ final class GpuRankTask extends RankBody {
   private final class NvshmemRank implements RankOutput.Rank {
     private final int rank;
     private final NvshmemTeam team;
+    private final BorrowedGpu gpu; // the executor's GPU, borrowed for this task
     private final PinnedTransfers transfers; // the executor's
     private final Map<String, TileRecord> mine;
     private final List<ComplexShape> order; // the complexes as run() gets them
@@ -111,11 +121,12 @@ final class GpuRankTask extends RankBody {
     private long toChannels;
     private long toTokens;
 
-    NvshmemRank(int rank, NvshmemTeam team, PinnedTransfers transfers, Map<String, TileRecord> mine,
+    NvshmemRank(int rank, NvshmemTeam team, BorrowedGpu gpu, Map<String, TileRecord> mine,
         List<ComplexShape> order, int shapeCount) {
       this.rank = rank;
       this.team = team;
-      this.transfers = transfers;
+      this.gpu = gpu;
+      this.transfers = gpu.owner().transfers();
       this.mine = mine;
       this.order = List.copyOf(order);
       this.shapeCount = shapeCount;
@@ -174,6 +185,7 @@ final class GpuRankTask extends RankBody {
     @Override
     public void finish() {
       closeStack();
+      gpu.close();
       LOG.info("barrier GPU rank {} (NVSHMEM PE {} of {}, GPU {}, store route {}): {} complexes in {} shapes, {}"
           + " output tiles, compute {} ms (fused reshards included), {} B token->channel and {} B channel->token sent",
           rank, team.rank(), team.size(), team.spec().device(), route, complexesRun, shapeCount, tilesOut,
@@ -186,7 +198,11 @@ final class GpuRankTask extends RankBody {
 
     @Override
     public void close() {
-      closeStack();
+      try {
+        closeStack();
+      } finally {
+        gpu.close();
+      }
     }
 
     private void closeStack() {

@@ -6,7 +6,6 @@ import org.apache.spark.SparkEnv;
 import org.apache.spark.TaskContext;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
-import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.gpu.feed.PinnedCache;
 import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.gpu.BackendChoice;
@@ -69,12 +68,12 @@ public final class TaskBackends {
   }
 
   /**
-   * The executor's host transfers to GPU {@code ordinal} (its pinned pool and copy threads,
-   * {@link ExecutorGpu#transfers}), for work on the GPU that moves its own bytes, such as an NVSHMEM
-   * rank's tiles; opened at the first call, kept by the executor.
+   * The executor's GPU {@code ordinal}, borrowed for this task as every task that computes there
+   * borrows it (a permit of {@link FoldCpConf#GPU_CONCURRENT_TASKS}, given back when the view
+   * closes or the task ends), for work that drives the device itself, such as an NVSHMEM rank.
    */
-  public static PinnedTransfers transfers(int ordinal) {
-    return executorGpu(ordinal).transfers();
+  public static BorrowedGpu borrowGpu(int ordinal) {
+    return executorGpu(ordinal).borrow();
   }
 
   /**
