@@ -8,25 +8,49 @@ import java.util.Map;
 import org.foldcp.ops.layer.TriMulLayer;
 
 /**
- * The native layers of one device, uploaded once and shared by everything that computes there
- * (the backend's own forward and the feed's pipeline): keyed by the layer's identity
+ * The native layers of one device and one native library, uploaded once and shared by everything
+ * that computes there (the backend's own forward and the feed's pipeline; the CP ranks' plans
+ * with the CP library's layers): keyed by the layer's identity
  * ({@link TriMulLayer#identity}: weights digest and spec), at most {@code maxEntries}, least recently used evicted.
  *
  * <p>Callers that launch kernels with a handle hold this object's monitor from {@link #handle}
  * until the launch is queued, so that no eviction can free a layer between the two; an eviction
  * waits for the whole device first ({@link GpuDevice#synchronize()}), since queued kernels on any
- * stream may still read the layer.
+ * stream may still read the layer. A layer a CP plan holds for its life is pinned
+ * ({@link #acquire} / {@link #release}) and never evicted while pinned.
  */
 public final class LayerCache implements AutoCloseable {
+  /** How a native library makes and frees its layers. */
+  public interface NativeLayers {
+    long create(TriMulLayer layer);
+
+    void destroy(long handle);
+  }
+
+  /** The single-GPU library's layers ({@link NativeTriMul}). */
+  public static final NativeLayers SINGLE_GPU = new NativeLayers() {
+    @Override
+    public long create(TriMulLayer layer) {
+      return NativeTriMul.createLayer(layer);
+    }
+
+    @Override
+    public void destroy(long handle) {
+      NativeTriMul.destroyLayer(handle);
+    }
+  };
+
   private final GpuDevice device;
   private final int maxEntries;
+  private final NativeLayers api;
   private final LinkedHashMap<String, Entry> entries = new LinkedHashMap<>(16, 0.75f, true);
   private long created;
 
-  /** A native layer handle with its leak-tracker entry. */
+  /** A native layer handle with its leak-tracker entry and how many holders pin it. */
   private static final class Entry {
     final long handle;
     final long trackId;
+    int pins;
 
     Entry(long handle, long trackId) {
       this.handle = handle;
@@ -35,8 +59,14 @@ public final class LayerCache implements AutoCloseable {
   }
 
   public LayerCache(GpuDevice device, int maxEntries) {
+    this(device, maxEntries, SINGLE_GPU);
+  }
+
+  /** At most {@code maxEntries} unpinned layers of {@code api}'s library on {@code device}. */
+  public LayerCache(GpuDevice device, int maxEntries, NativeLayers api) {
     this.device = device;
     this.maxEntries = maxEntries;
+    this.api = api;
   }
 
   /** The native layer of {@code layer} on this device, created (uploaded) on first use. */
@@ -45,7 +75,7 @@ public final class LayerCache implements AutoCloseable {
     Entry e = entries.get(key);
     if (e == null) {
       device.makeCurrent();
-      long h = NativeTriMul.createLayer(layer);
+      long h = api.create(layer);
       int d = layer.dim();
       long bytes = 6L * d * d * 2 + 10L * d * 4;
       e = new Entry(h, MemoryLeakCheck.register("native layer", bytes,
@@ -65,7 +95,27 @@ public final class LayerCache implements AutoCloseable {
     return h;
   }
 
-  /** Evicts least recently used layers beyond the limit, after the device has run what it was given. */
+  /** The handles of a stack, pinned until {@link #release}: a CP plan keeps them for its life. */
+  public synchronized long[] acquire(List<TriMulLayer> stack) {
+    long[] h = handles(stack);
+    for (TriMulLayer l : stack) {
+      entries.get(l.identity()).pins++;
+    }
+    return h;
+  }
+
+  /** Unpins the layers of {@code stack} ({@link #acquire}); they stay cached, evictable again. */
+  public synchronized void release(List<TriMulLayer> stack) {
+    for (TriMulLayer l : stack) {
+      Entry e = entries.get(l.identity());
+      if (e != null && e.pins > 0) {
+        e.pins--;
+      }
+    }
+    trim();
+  }
+
+  /** Evicts least recently used unpinned layers beyond the limit, after the device has run what it was given. */
   public synchronized void trim() {
     if (entries.size() <= maxEntries) {
       return;
@@ -74,15 +124,17 @@ public final class LayerCache implements AutoCloseable {
     Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator();
     while (entries.size() > maxEntries && it.hasNext()) {
       Entry e = it.next().getValue();
-      it.remove();
-      destroy(e);
+      if (e.pins == 0) {
+        it.remove();
+        destroy(e);
+      }
     }
   }
 
   private void destroy(Entry e) {
     MemoryLeakCheck.release(e.trackId);
     device.setCurrent();
-    NativeTriMul.destroyLayer(e.handle);
+    api.destroy(e.handle);
   }
 
   /** Layers cached now. */

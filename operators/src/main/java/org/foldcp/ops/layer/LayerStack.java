@@ -1,6 +1,9 @@
 package org.foldcp.ops.layer;
 
 import java.io.Serializable;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -47,6 +50,22 @@ public final class LayerStack implements Serializable {
   public int dim() { return layers.get(0).dim(); }
 
   public TriMulLayer get(int i) { return layers.get(i); }
+
+  /**
+   * SHA-256 over every layer's identity ({@link TriMulLayer#identity}: weights digest and spec), in
+   * order: equal on every rank of a team exactly when they hold the same stack.
+   */
+  public byte[] digest() {
+    try {
+      MessageDigest md = MessageDigest.getInstance("SHA-256");
+      for (TriMulLayer l : layers) {
+        md.update((l.identity() + ";").getBytes(StandardCharsets.UTF_8));
+      }
+      return md.digest();
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+    }
+  }
 
   @Override
   public String toString() {

@@ -40,7 +40,8 @@ import org.slf4j.LoggerFactory;
  *   <li>borrows the executor's GPU as every task that computes there does ({@link
  *       TaskBackends#borrowGpu}: a permit, given back when the rank ends);
  *   <li>runs every complex through a {@link CpGpuStack}, its tile in and out through the executor's
- *       pinned pool and copy threads ({@link org.foldcp.spark.gpu.ExecutorGpu#transfers}), one stack per shape
+ *       pinned pool and copy threads ({@link org.foldcp.spark.gpu.ExecutorGpu#transfers}), its
+ *       native layers uploaded once per executor ({@link org.foldcp.spark.gpu.ExecutorGpu#cpLayers}), one stack per shape
  *       (N, D) at a time: complexes of one shape share a stack(), the next one's tile cut, copied
  *       and uploaded while one computes (where the device has room for a second tile), and a
  *       stack is closed (collectively, on every rank in the same order) before the next shape's is
@@ -141,7 +142,7 @@ final class GpuRankTask extends RankBody {
         // a second tile buffer pair only where another complex of this shape follows to stage into it
         boolean more = at + 1 < order.size() && shapeKey(order.get(at + 1)).equals(key);
         cp = new CpGpuStack(team, plan.grid, c.nTokens(), 1, stack(), plan.nvshmem.storeRoute(),
-            plan.nvshmem.reshard(), transfers, more);
+            plan.nvshmem.reshard(), transfers, more, gpu.owner().cpLayers());
         shape = key;
         route = cp.route().label();
       }

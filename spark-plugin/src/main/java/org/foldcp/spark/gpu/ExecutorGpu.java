@@ -14,7 +14,9 @@ import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.gpu.Closeables;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.PinnedTransfers;
+import org.foldcp.ops.gpu.cp.NativeCp;
 import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.foldcp.ops.gpu.feed.PinnedCache;
 import org.foldcp.ops.gpu.feed.StackFeed;
@@ -56,6 +58,8 @@ public final class ExecutorGpu implements AutoCloseable {
   private StackFeed feed; // opened at the first feed(); guarded by lock
   private GpuDevice transferDevice; // the context retain the transfers' pinned memory lives in; guarded by lock
   private PinnedTransfers transfers; // opened at the first transfers(); guarded by lock
+  private GpuDevice cpLayersDevice; // the context retain of the CP layers; guarded by lock
+  private LayerCache cpLayers; // opened at the first cpLayers(); guarded by lock
   private volatile boolean closed; // written under lock
 
   /** The GPU backend on {@code deviceOrdinal}, lent to {@code permits} tasks at a time. */
@@ -228,6 +232,24 @@ public final class ExecutorGpu implements AutoCloseable {
   }
 
   /**
+   * The CP library's native layers on this GPU ({@link NativeCp#LAYERS}), uploaded once per
+   * executor and pinned by each NVSHMEM rank's plan while it lives, so that the ranks of later
+   * tasks and shapes reuse them; opened at the first call (the CP library must be loaded: the
+   * rank's team forms first), closed after every rank's stack.
+   */
+  public LayerCache cpLayers() {
+    synchronized (lock) {
+      requireOpen();
+      if (cpLayers == null) {
+        GpuDevice d = GpuDevice.open(deviceOrdinal);
+        cpLayers = new LayerCache(d, GpuTriMul.DEFAULT_LAYER_CACHE_ENTRIES, NativeCp.LAYERS);
+        cpLayersDevice = d;
+      }
+      return cpLayers;
+    }
+  }
+
+  /**
    * The pinned memory in which this executor's cached rows may live ({@link StackFeed#cache}):
    * opens the GPU (not a permit: caching computes nothing) at the first call; empty for a fake
    * backend.
@@ -250,8 +272,9 @@ public final class ExecutorGpu implements AutoCloseable {
 
   /**
    * Closes the feed (its slots and streams), then the backend (GpuTriMul frees its layers,
-   * buffers, stream and context in that order, after any forward in flight), then the transfers
-   * (copy threads, then the pinned pool) and their context retain, once. Later borrows fail; a
+   * buffers, stream and context in that order, after any forward in flight), then the CP layers
+   * and their context retain, then the transfers (copy threads, then the pinned pool) and theirs,
+   * once. Later borrows fail; a
    * second close does nothing.
    */
   @Override
@@ -268,10 +291,14 @@ public final class ExecutorGpu implements AutoCloseable {
       // transfers both borrowed, then the context retain the transfers' pinned memory lives in
       steps.add(feed);
       steps.add(open);
+      steps.add(cpLayers);
+      steps.add(cpLayersDevice);
       steps.add(transfers);
       steps.add(transferDevice);
       backend = null;
       feed = null;
+      cpLayers = null;
+      cpLayersDevice = null;
       transfers = null;
       transferDevice = null;
     }

@@ -1,7 +1,5 @@
 package org.foldcp.ops.gpu.cp;
 
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.ArrayList;
 import java.util.List;
 import org.foldcp.ops.InvalidInputException;
@@ -13,6 +11,7 @@ import org.foldcp.ops.gpu.DeviceBuffer;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuEvent;
 import org.foldcp.ops.gpu.GpuStream;
+import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
 import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.gpu.ScanResult;
@@ -44,8 +43,9 @@ import org.foldcp.ops.tensor.PairTensor;
  * only waits for what is left of its upload.
  *
  * <p>Holds, freed by {@link #close()} in this order: the native plan (its symmetric buffers:
- * collective), the native layers, the tile buffers on the device and the scan result's pinned
- * word, the stream, the device retain.
+ * collective), its pins on the native layers (the executor's {@link LayerCache} of CP layers,
+ * or its own, freed with it), the tile buffers on the device and the scan result's pinned word,
+ * the stream, the device retain.
  */
 public final class CpGpuStack implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(CpGpuStack.class.getName());
@@ -57,7 +57,9 @@ public final class CpGpuStack implements AutoCloseable {
   private final int batch;
   private final GpuDevice device;
   private final GpuStream stream;
-  private final long[] layers;
+  private final LayerCache layerCache; // where the plan's native layers are pinned
+  private final boolean ownsLayers;
+  private final List<TriMulLayer> stackLayers;
   private final DeviceBuffer[] tileBufs; // the pair tile (x / out) of each buffer pair: one, or two when staging ahead
   private final DeviceBuffer[] maskBufs;
   private final GpuStream upStream; // the staged uploads; null unless staging ahead
@@ -83,10 +85,11 @@ public final class CpGpuStack implements AutoCloseable {
    * {@code reshard} (fused into the epilogues, or a separate all-to-all); tiles moving through
    * {@code transfers}, which must be on the team's device; with {@code stageAhead}, a second pair
    * of tile buffers and an upload stream for {@link #stage}, where the device has room for them
-   * ({@link #stagesAhead} says; decided here, once).
+   * ({@link #stagesAhead} says; decided here, once); the native layers pinned in {@code cpLayers}
+   * (CP-library layers on the team's GPU, shared across stacks and tasks; null: its own).
    */
   public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested,
-      Reshard reshard, PinnedTransfers transfers, boolean stageAhead) {
+      Reshard reshard, PinnedTransfers transfers, boolean stageAhead, LayerCache cpLayers) {
     this.layout = ShardLayout.forGpu(grid, n, stack.dim());  // first: D % cp is named before anything else
     InvalidInputException.require(grid.size() == team.size(), "cp grid", grid,
         "must have as many ranks as the NVSHMEM team (" + team.size() + ")");
@@ -101,7 +104,8 @@ public final class CpGpuStack implements AutoCloseable {
     GpuStream s = null;
     GpuStream up = null;
     GpuEvent ev = null;
-    List<Long> made = new ArrayList<>();
+    LayerCache lc = null;
+    boolean pinned = false;
     DeviceBuffer[] tb = new DeviceBuffer[2];
     DeviceBuffer[] mb = new DeviceBuffer[2];
     DeviceBuffer sb = null;
@@ -113,13 +117,12 @@ public final class CpGpuStack implements AutoCloseable {
     try {
       dev.makeCurrent();
       s = GpuStream.create(dev);
-      for (TriMulLayer layer : stack.layers()) {
-        made.add(NativeCp.createLayer(layer));
-      }
-      long[] handles = made.stream().mapToLong(Long::longValue).toArray();
+      lc = cpLayers != null ? cpLayers : new LayerCache(dev, Math.max(1, stack.size()), NativeCp.LAYERS);
+      long[] handles = lc.acquire(stack.layers());
+      pinned = true;
       // The plan first: it checks the ranks agree and the heap holds it before the tile buffers exist.
       p = NativeCp.createPlan(batch, n, stack.dim(), grid.rowGroups(), grid.colGroups(), t.rows, t.cols,
-          requested.code, reshard.code, digest(stack), handles);
+          requested.code, reshard.code, stack.digest(), handles);
       // the second pair only where the device keeps room beside it: staging ahead saves time, it
       // must never be what makes a tile that fits one pair run out of memory
       pairs = stageAhead && dev.memInfo().free() >= 2 * (tileBytes + tokens) + STAGING_HEADROOM ? 2 : 1;
@@ -134,12 +137,15 @@ public final class CpGpuStack implements AutoCloseable {
       sb = DeviceBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result");
       sh = PinnedHostBuffer.allocate(dev, ScanResult.BYTES, "CP tile non-finite scan result (host)");
     } catch (RuntimeException e) {
-      closeQuietly(e, p, made, buffers(tb, mb, sb, sh, ev, up), s, dev);
+      closeQuietly(e, p, layerRelease(lc, cpLayers == null, pinned, stack.layers()), buffers(tb, mb, sb, sh, ev, up),
+          s, dev);
       throw e;
     }
     this.device = dev;
     this.stream = s;
-    this.layers = made.stream().mapToLong(Long::longValue).toArray();
+    this.layerCache = lc;
+    this.ownsLayers = cpLayers == null;
+    this.stackLayers = stack.layers();
     this.tileBufs = java.util.Arrays.copyOf(tb, pairs);
     this.maskBufs = java.util.Arrays.copyOf(mb, pairs);
     this.upStream = up;
@@ -159,19 +165,6 @@ public final class CpGpuStack implements AutoCloseable {
         + stack.size() + " layer(s), batch " + batch + ", store route " + route.label() + " (asked "
         + requested.label() + "), reshards " + reshard.label() + ", " + tiles + ", per forward " + bytesToChannels
         + " B token->channel and " + bytesToTokens + " B channel->token leave this rank");
-  }
-
-  /** SHA-256 over every layer's identity ({@link TriMulLayer#identity}: weights digest and spec). */
-  static byte[] digest(LayerStack stack) {
-    try {
-      MessageDigest md = MessageDigest.getInstance("SHA-256");
-      for (TriMulLayer l : stack.layers()) {
-        md.update((l.identity() + ";").getBytes(java.nio.charset.StandardCharsets.UTF_8));
-      }
-      return md.digest();
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is missing from this JVM", e);
-    }
   }
 
   public ShardLayout layout() { return layout; }
@@ -357,11 +350,24 @@ public final class CpGpuStack implements AutoCloseable {
     AutoCloseable upDone = upStream == null ? null : upStream::synchronize;
     RuntimeException first = Closeables.closeAll(null, this::awaitStagedCopies, device::makeCurrent, upDone,
         stream::synchronize);
-    first = closeQuietly(first, plan, java.util.Arrays.stream(layers).boxed().toList(),
+    first = closeQuietly(first, plan, layerRelease(layerCache, ownsLayers, true, stackLayers),
         buffers(tileBufs, maskBufs, scanBuf, scanHost, stagedUpload, upStream), stream, device);
     if (first != null) {
       throw first;
     }
+  }
+
+  /** After the plan: unpins the stack's layers, and frees the cache when it is the stack's own; null when there is none. */
+  private static AutoCloseable layerRelease(LayerCache lc, boolean own, boolean pinned, List<TriMulLayer> layers) {
+    if (lc == null) {
+      return null;
+    }
+    return () -> {
+      RuntimeException e = Closeables.closeAll(null, pinned ? () -> lc.release(layers) : null, own ? lc : null);
+      if (e != null) {
+        throw e;
+      }
+    };
   }
 
   /** What close frees after the plan and the layers, in order; any of it null (not made yet). */
@@ -374,15 +380,13 @@ public final class CpGpuStack implements AutoCloseable {
   }
 
   /** {@code buffers}: the device buffers and the scan result's pinned word, any of them null (not made yet). */
-  private static RuntimeException closeQuietly(RuntimeException first, long plan, List<Long> layers,
+  private static RuntimeException closeQuietly(RuntimeException first, long plan, AutoCloseable layers,
       List<AutoCloseable> buffers, GpuStream s, GpuDevice dev) {
     List<AutoCloseable> steps = new ArrayList<>();
     if (plan != 0) {
       steps.add(() -> NativeCp.destroyPlan(plan));
     }
-    for (long l : layers) {
-      steps.add(() -> NativeCp.destroyLayer(l));
-    }
+    steps.add(layers);
     steps.addAll(buffers);
     steps.add(s);
     steps.add(dev);

@@ -1,6 +1,7 @@
 package org.foldcp.ops.gpu.cp;
 
 import org.foldcp.ops.gpu.GpuException;
+import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.NativeLibrary;
 import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.layer.TriMulLayer;
@@ -153,8 +154,16 @@ public final class NativeCp {
 
   public static native void a2aDestroy(long plan);
 
-  /** Creates the native layer of {@code layer} in the CP library (its own copy of the kernels). */
-  static long createLayer(TriMulLayer layer) {
-    return NativeTriMul.createLayer(layer, NativeCp::createLayer);
-  }
+  /** The CP library's layers (its own copy of the kernels), for a {@link LayerCache}. */
+  public static final LayerCache.NativeLayers LAYERS = new LayerCache.NativeLayers() {
+    @Override
+    public long create(TriMulLayer layer) {
+      return NativeTriMul.createLayer(layer, NativeCp::createLayer);
+    }
+
+    @Override
+    public void destroy(long handle) {
+      destroyLayer(handle);
+    }
+  };
 }

@@ -5,6 +5,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import org.foldcp.ops.cp.Sharding;
 import org.foldcp.ops.gpu.GpuDevice;
+import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.tensor.PairTensor;
 
@@ -33,11 +34,14 @@ public final class CpTeamRank {
     long afterForwards;
     String route;
     // this process is the rank's executor: its host transfers, small enough that every tile of the
-    // cases streams through the pool block by block (8 blocks of 1 MiB, two copy threads)
+    // cases streams through the pool block by block (8 blocks of 1 MiB, two copy threads); rank 0's
+    // stack makes its own native layers, the other ranks pin theirs in the executor's CP layer
+    // cache, so every team runs both ways
     try (GpuDevice device = GpuDevice.open(team.spec().device());
          PinnedTransfers transfers = new PinnedTransfers(device, 8, 1L << 20, 2);
+         LayerCache cpLayers = rank == 0 ? null : new LayerCache(device, 8, NativeCp.LAYERS);
          CpGpuStack stack = new CpGpuStack(team, c.cpGrid(), c.n(), c.batch(), c.stack(rank), c.route(),
-             c.reshard(), transfers, c.repeats() > 1)) {
+             c.reshard(), transfers, c.repeats() > 1, cpLayers)) {
       route = stack.route().label();
       if (stack.reshard() != c.reshard()) {
         throw new IllegalStateException("asked for reshard " + c.reshard() + ", the plan runs " + stack.reshard());

@@ -130,10 +130,10 @@ class TeamPiecesTest {
         StoreRoute.AUTO, 5, 1, 1);
     var incoming = new CpCase("a", "2x1", org.foldcp.ops.layer.Direction.INCOMING, 16, 32, 1, false, false, 1,
         StoreRoute.AUTO, 5, -1, 1);
-    byte[] d0 = CpGpuStack.digest(a.stack(0));
+    byte[] d0 = a.stack(0).digest();
     assertEquals(32, d0.length);
-    assertArrayEquals(d0, CpGpuStack.digest(a.stack(1)));
-    assertTrue(!java.util.Arrays.equals(d0, CpGpuStack.digest(skewed.stack(1))), "other weights, other digest");
-    assertTrue(!java.util.Arrays.equals(d0, CpGpuStack.digest(incoming.stack(0))), "other direction, other digest");
+    assertArrayEquals(d0, a.stack(1).digest());
+    assertTrue(!java.util.Arrays.equals(d0, skewed.stack(1).digest()), "other weights, other digest");
+    assertTrue(!java.util.Arrays.equals(d0, incoming.stack(0).digest()), "other direction, other digest");
   }
 }
