@@ -71,7 +71,7 @@ final class FeedCheck {
       LayerStack stack = LayerStack.randomAlternating(2, DIM, 11, true);
       Dataset<Row> in = spark.range(0, COMPLEXES, 1, 6).map((MapFunction<Long, Row>) c -> {
         int n = nOf(c.intValue());
-        HeapComplex x = JobBenchmark.complex(c.intValue(), n, DIM);
+        HeapComplex x = JobBenchInput.complex(c.intValue(), n, DIM);
         return RowFactory.create("c" + c, n, 0, 0, n, n, DIM, x.pair(), c % 3 == 0 ? null : x.mask());
       }, Encoders.row(PairTiles.SCHEMA)).persist(StorageLevel.MEMORY_ONLY());
       // pinned memory apart from the row cache's spans: the pool and the slots' scan results; the

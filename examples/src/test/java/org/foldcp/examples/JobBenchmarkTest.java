@@ -20,23 +20,23 @@ class JobBenchmarkTest {
   @Test
   void badArgumentsNameTheOptionAndTheRule() {
     InvalidInputException e = assertThrows(InvalidInputException.class,
-        () -> JobBenchmark.Settings.parse(new String[] {"--backend", "tpu"}));
+        () -> JobBenchSettings.parse(new String[] {"--backend", "tpu"}));
     assertTrue(e.getMessage().startsWith("--backend = tpu: must be cpu or gpu"), e.getMessage());
     e = assertThrows(InvalidInputException.class,
-        () -> JobBenchmark.Settings.parse(new String[] {"--slots", "4", "--threads", "2"}));
+        () -> JobBenchSettings.parse(new String[] {"--slots", "4", "--threads", "2"}));
     assertTrue(e.getMessage().contains("must be >= --slots = 4"), e.getMessage());
-    e = assertThrows(InvalidInputException.class, () -> JobBenchmark.Settings.parse(new String[] {"--n", "0"}));
+    e = assertThrows(InvalidInputException.class, () -> JobBenchSettings.parse(new String[] {"--n", "0"}));
     assertTrue(e.getMessage().startsWith("--n = 0: must be an integer >= 1"), e.getMessage());
-    JobBenchmark.Settings s = JobBenchmark.Settings.parse(new String[] {"--complexes", "3", "--backend", "GPU"});
+    JobBenchSettings s = JobBenchSettings.parse(new String[] {"--complexes", "3", "--backend", "GPU"});
     assertEquals(3, s.complexes());
     assertTrue(s.gpu());
     assertEquals(512, s.n(), "the issue's shape by default");
     assertEquals(Map.of(), s.conf());
-    s = JobBenchmark.Settings.parse(new String[] {"--conf", "spark.foldcp.gpu.copyThreads=4", "--conf",
+    s = JobBenchSettings.parse(new String[] {"--conf", "spark.foldcp.gpu.copyThreads=4", "--conf",
         "spark.foldcp.gpu.deviceSlots=24"});
     assertEquals(Map.of("spark.foldcp.gpu.copyThreads", "4", "spark.foldcp.gpu.deviceSlots", "24"), s.conf());
     e = assertThrows(InvalidInputException.class,
-        () -> JobBenchmark.Settings.parse(new String[] {"--conf", "spark.sql.shuffle.partitions=4"}));
+        () -> JobBenchSettings.parse(new String[] {"--conf", "spark.sql.shuffle.partitions=4"}));
     assertTrue(e.getMessage().startsWith("--conf = spark.sql.shuffle.partitions=4: must be spark.foldcp.KEY=VALUE"),
         e.getMessage());
   }
@@ -52,7 +52,7 @@ class JobBenchmarkTest {
         "--repeats", "1", "--threads", "1", "--csv", csv.toString()});
     List<String> lines = Files.readAllLines(csv);
     assertTrue(lines.get(0).startsWith("# JobBenchmark "), lines.get(0));
-    assertEquals(JobBenchmark.HEADER, lines.get(1));
+    assertEquals(JobBenchReport.HEADER, lines.get(1));
     assertEquals(5, lines.size(), String.join("\n", lines));
     assertTrue(lines.get(2).contains(",cpu,2,12,32,1,") && lines.get(2).contains(",job,"), lines.get(2));
     assertTrue(lines.get(3).contains(",spark_scan,") && lines.get(3).endsWith(",,ok"), lines.get(3));
@@ -73,7 +73,7 @@ class JobBenchmarkTest {
         "--repeats", "1", "--slots", "2", "--threads", "2", "--csv", csv.toString()};
     JobBenchmark.main(args);
     List<String> lines = Files.readAllLines(csv);
-    assertEquals(JobBenchmark.HEADER, lines.get(1));
+    assertEquals(JobBenchReport.HEADER, lines.get(1));
     assertEquals(8, lines.size(), String.join("\n", lines));
     List<String> arms = List.of("job", "spark_scan", "bare", "compute_floor", "copy_floor", "overlapped_floor");
     for (int k = 0; k < arms.size(); k++) {

@@ -95,7 +95,7 @@ class TriMulJobTest {
     // the written output is synthetic complex 0 through the generated stack
     JobOptions o = JobOptions.parse(common);
     PairTensor x = PairTensor.random(1, 24, 16, o.seed, o.maskedFraction);
-    LayerStack stack = TriMulJob.loadStack(o, 16);
+    LayerStack stack = TriMulInputs.loadStack(o, 16);
     try (CpuTriMul cpu = new CpuTriMul(1)) {
       PairTensor expected = cpu.forward(x, stack);
       PairTensor written = Npy.readPair(outNpy);
