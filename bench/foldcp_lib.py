@@ -1,0 +1,95 @@
+"""Our single-GPU C API (native/include/foldcp_trimul.h) through ctypes: the one binding every
+bench script uses (torch_peers, job_peers, and through fold_team the CP and all-to-all peers).
+A library from before the options struct (an A/B baseline) is called the way it was built."""
+import ctypes
+
+import torch
+
+EPS = 1e-5
+
+
+class Weights(ctypes.Structure):
+    _fields_ = [("dim", ctypes.c_int64), ("direction", ctypes.c_int), ("residual", ctypes.c_int),
+                ("eps", ctypes.c_float)] + [(n, ctypes.POINTER(ctypes.c_float)) for n in (
+                    "norm_in_weight", "norm_in_bias", "p_in_weight", "g_in_weight", "norm_out_weight",
+                    "norm_out_bias", "p_out_weight", "g_out_weight", "p_in_bias", "g_in_bias", "p_out_bias",
+                    "g_out_bias")]
+
+
+class ForwardOptions(ctypes.Structure):
+    """foldcp_forward_options (include/foldcp_trimul.h): struct_size, channel group, stage_ms."""
+    _fields_ = [("struct_size", ctypes.c_size_t), ("group", ctypes.c_int64),
+                ("stage_ms", ctypes.POINTER(ctypes.c_float))]
+
+    def __init__(self, group=0):
+        super().__init__(ctypes.sizeof(ForwardOptions), group, ctypes.POINTER(ctypes.c_float)())
+
+
+class Ours:
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+        L = self.lib
+        # A library from before the options struct (the A/B baseline) has three forward entry
+        # points and a forward without options; the plain forward is the same call otherwise.
+        self.legacy = hasattr(L, "foldcp_trimul_forward_group")
+        L.foldcp_last_error.restype = ctypes.c_char_p
+        L.foldcp_trimul_workspace_size.argtypes = [ctypes.c_int64] * 3 + [ctypes.POINTER(ctypes.c_size_t)]
+        L.foldcp_trimul_create.argtypes = [ctypes.POINTER(Weights), ctypes.POINTER(ctypes.c_void_p)]
+        L.foldcp_trimul_destroy.argtypes = [ctypes.c_void_p]
+        L.foldcp_trimul_forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                            ctypes.c_int64, ctypes.c_int64, ctypes.c_void_p, ctypes.c_size_t] + (
+                                                [] if self.legacy else [ctypes.POINTER(ForwardOptions)]) + [
+                                                    ctypes.c_void_p]
+        L.foldcp_trimul_channel_group.argtypes = [ctypes.c_int64] * 3 + [ctypes.c_size_t,
+                                                                         ctypes.POINTER(ctypes.c_int64)]
+        L.foldcp_trimul_workspace_size_group.argtypes = [ctypes.c_int64] * 4 + [ctypes.POINTER(ctypes.c_size_t)]
+
+    def check(self, rc, what):
+        if rc != 0:
+            raise RuntimeError(f"{what}: rc={rc}: {self.lib.foldcp_last_error().decode()}")
+
+    def layer(self, p, direction, residual=False):
+        D = p["norm_in.weight"].numel()
+        keep = {k: v.contiguous() for k, v in p.items()}
+        ptr = lambda k: (ctypes.cast(keep[k].data_ptr(), ctypes.POINTER(ctypes.c_float)) if k in keep
+                         else ctypes.POINTER(ctypes.c_float)())
+        w = Weights(D, 0 if direction == "outgoing" else 1, 1 if residual else 0, EPS,
+                    *[ptr(k) for k in ("norm_in.weight", "norm_in.bias", "p_in.weight", "g_in.weight",
+                                       "norm_out.weight", "norm_out.bias", "p_out.weight", "g_out.weight",
+                                       "p_in.bias", "g_in.bias", "p_out.bias", "g_out.bias")])
+        h = ctypes.c_void_p()
+        self.check(self.lib.foldcp_trimul_create(ctypes.byref(w), ctypes.byref(h)), "create")
+        return h
+
+    def ws_bytes(self, B, N, D):
+        n = ctypes.c_size_t()
+        self.check(self.lib.foldcp_trimul_workspace_size(B, N, D, ctypes.byref(n)), "workspace_size")
+        return n.value
+
+    def channel_group(self, B, N, D, bytes_available):
+        g = ctypes.c_int64()
+        self.check(self.lib.foldcp_trimul_channel_group(B, N, D, ctypes.c_size_t(bytes_available),
+                                                        ctypes.byref(g)), "channel_group")
+        return g.value
+
+    def ws_bytes_group(self, B, N, D, group):
+        n = ctypes.c_size_t()
+        self.check(self.lib.foldcp_trimul_workspace_size_group(B, N, D, group, ctypes.byref(n)),
+                   "workspace_size_group")
+        return n.value
+
+    def forward_group(self, h, x, mask_u8, out, ws, group):
+        B, N = x.shape[0], x.shape[1]
+        opts = ForwardOptions(group)
+        self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
+                                                  ws.data_ptr(), ws.numel(), ctypes.byref(opts),
+                                                  torch.cuda.current_stream().cuda_stream), "forward (channel group)")
+        return out
+
+    def forward(self, h, x, mask_u8, out, ws):
+        B, N = x.shape[0], x.shape[1]
+        opts = [] if self.legacy else [None]
+        self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
+                                                  ws.data_ptr(), ws.numel(), *opts,
+                                                  torch.cuda.current_stream().cuda_stream), "forward")
+        return out
