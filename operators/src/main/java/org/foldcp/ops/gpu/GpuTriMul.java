@@ -151,9 +151,9 @@ public final class GpuTriMul implements TriMulBackend {
   }
 
   /**
-   * All layers of the stack with the tensor resident on the GPU: one upload, one download. The
-   * check for NaN and Inf rides the upload's copy into the staging buffers (no second pass); it
-   * fails after the upload, before any kernel runs.
+   * All layers of the stack with the tensor resident on the GPU: one upload, one download. NaN
+   * and Inf are found by a scan on the device after the upload; it fails then, before any
+   * kernel of the layers runs.
    */
   @Override
   public synchronized PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite) {
@@ -206,62 +206,64 @@ public final class GpuTriMul implements TriMulBackend {
           "must hold the (B, N, N, D) = " + x.shapeString() + " bf16 output, " + tensorBytes + " bytes");
     }
     device.makeCurrent();
-    boolean masked = x.anyMasked();
-    ResidentBuffers r = resident(b, n, d, masked);
-    boolean ok = false;
+    // the layers first, pinned while this forward runs: a layer that cannot be made fails before
+    // any upload, and the resident buffers are sized with the weights already on the device
+    long[] handles = layers.acquire(stack);
     try {
-      upload(r.x(), TensorBytes.valueBytes(x), (off, dst, len) -> TensorBytes.copyValues(x, off, dst, len));
-      if (!allowNonFinite) {
-        throwIfNonFinite(r, TensorBytes.valueBytes(x) / 2);
+      boolean masked = x.anyMasked();
+      ResidentBuffers r = resident(b, n, d, masked);
+      boolean ok = false;
+      try {
+        upload(r.x(), TensorBytes.valueBytes(x), (off, dst, len) -> TensorBytes.copyValues(x, off, dst, len));
+        long mask = 0L;
+        if (masked) {
+          DeviceBuffer m = r.ensureMask();
+          upload(m, TensorBytes.maskBytes(x), (off, dst, len) -> TensorBytes.copyMask(x, off, dst, len));
+          mask = m.address();
+        }
+        if (!allowNonFinite) {
+          throwIfNonFinite(r, TensorBytes.valueBytes(x) / 2);
+        }
+        DeviceBuffer result = out == null ? r.x() : out;
+        StageTimes measured = runLayers(handles, r, mask, result, sink != null);
+        PairTensor y = PairTensor.zeros(b, n, n, d);
+        long bytes = TensorBytes.valueBytes(y);
+        transfers.download(result, bytes, stream, (off, src, len) -> TensorBytes.takeValues(y, off, src, len));
+        downloads++;
+        bytesFromDevice += bytes;
+        y.setMask(x.maskCopy());
+        forwards++;
+        ok = true;
+        if (measured != null) {
+          sink.accept(measured);
+        }
+        return y;
+      } finally {
+        if (!ok) {
+          drainAfterFailure();
+        }
       }
-      long mask = 0L;
-      if (masked) {
-        DeviceBuffer m = r.ensureMask();
-        upload(m, TensorBytes.maskBytes(x), (off, dst, len) -> TensorBytes.copyMask(x, off, dst, len));
-        mask = m.address();
-      }
-      DeviceBuffer result = out == null ? r.x() : out;
-      StageTimes measured = runLayers(stack, r, mask, result, sink != null);
-      PairTensor y = PairTensor.zeros(b, n, n, d);
-      long bytes = TensorBytes.valueBytes(y);
-      transfers.download(result, bytes, stream, (off, src, len) -> TensorBytes.takeValues(y, off, src, len));
-      downloads++;
-      bytesFromDevice += bytes;
-      y.setMask(x.maskCopy());
-      forwards++;
-      ok = true;
-      if (measured != null) {
-        sink.accept(measured);
-      }
-      return y;
     } finally {
-      if (ok) {
-        layers.trim();
-      } else {
-        drainAfterFailure();
-      }
+      layers.release(stack); // and evicts beyond the cache's size, after the device has run what it was given
     }
   }
 
   /**
    * Queues every layer on the stream, in place on the resident copy (or, for the test hook, into
    * the caller's buffer); with {@code profiled}, each layer waits for its kernels and the stage
-   * times summed over the layers are returned (else null).
+   * times summed over the layers are returned (else null). The layers are pinned by the caller.
    */
-  private StageTimes runLayers(List<TriMulLayer> stack, ResidentBuffers r, long mask, DeviceBuffer result,
-                               boolean profiled) {
+  private StageTimes runLayers(long[] handles, ResidentBuffers r, long mask, DeviceBuffer result, boolean profiled) {
     StageTimes measured = StageTimes.ZERO;
     float[] stageMs = profiled ? new float[3] : null;
-    synchronized (layers) { // no eviction between taking the handles and queueing their kernels
-      for (long h : layers.handles(stack)) {
-        NativeTriMul.forward(h, r.x().address(), mask, result.address(), r.b, r.n, r.workspace().address(),
-            r.workspace().bytes(), r.group, stream.handle(), stageMs);
-        if (profiled) {
-          measured = measured.plus(StageTimes.ofMillis(stageMs));
-          profiledLayerRuns++;
-        }
-        layerRuns++;
+    for (long h : handles) {
+      NativeTriMul.forward(h, r.x().address(), mask, result.address(), r.b, r.n, r.workspace().address(),
+          r.workspace().bytes(), r.group, stream.handle(), stageMs);
+      if (profiled) {
+        measured = measured.plus(StageTimes.ofMillis(stageMs));
+        profiledLayerRuns++;
       }
+      layerRuns++;
     }
     return profiled ? measured : null;
   }

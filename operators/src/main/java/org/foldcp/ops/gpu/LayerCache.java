@@ -13,11 +13,13 @@ import org.foldcp.ops.layer.TriMulLayer;
  * with the CP library's layers): keyed by the layer's identity
  * ({@link TriMulLayer#identity}: weights digest and spec), at most {@code maxEntries}, least recently used evicted.
  *
- * <p>Callers that launch kernels with a handle hold this object's monitor from {@link #handle}
- * until the launch is queued, so that no eviction can free a layer between the two; an eviction
+ * <p>Callers that launch kernels with a handle either hold this object's monitor from
+ * {@link #handle} until the launch is queued, or pin the layers (below), so that no eviction can
+ * free a layer between the two; an eviction
  * waits for the whole device first ({@link GpuDevice#synchronize()}), since queued kernels on any
- * stream may still read the layer. A layer a CP plan holds for its life is pinned
- * ({@link #acquire} / {@link #release}) and never evicted while pinned.
+ * stream may still read the layer. A layer a forward or a CP plan holds is pinned
+ * ({@link #acquire} / {@link #release}) and never evicted while pinned; {@link #close} frees
+ * every layer, for the owner closes the cache after all its users.
  */
 public final class LayerCache implements AutoCloseable {
   /** How a native library makes and frees its layers. */
@@ -45,6 +47,7 @@ public final class LayerCache implements AutoCloseable {
   private final NativeLayers api;
   private final LinkedHashMap<String, Entry> entries = new LinkedHashMap<>(16, 0.75f, true);
   private long created;
+  private boolean closed;
 
   /** A native layer handle with its leak-tracker entry and how many holders pin it. */
   private static final class Entry {
@@ -69,8 +72,20 @@ public final class LayerCache implements AutoCloseable {
     this.api = api;
   }
 
+  public GpuDevice device() {
+    return device;
+  }
+
+  /** Whose layers these are (the single-GPU library's or the CP library's). */
+  public NativeLayers api() {
+    return api;
+  }
+
   /** The native layer of {@code layer} on this device, created (uploaded) on first use. */
   public synchronized long handle(TriMulLayer layer) {
+    if (closed) {
+      throw new IllegalStateException("the layer cache of GPU " + device.ordinal() + " is closed");
+    }
     String key = layer.identity();
     Entry e = entries.get(key);
     if (e == null) {
@@ -117,8 +132,9 @@ public final class LayerCache implements AutoCloseable {
 
   /** Evicts least recently used unpinned layers beyond the limit, after the device has run what it was given. */
   public synchronized void trim() {
-    if (entries.size() <= maxEntries) {
-      return;
+    long unpinned = entries.values().stream().filter(e -> e.pins == 0).count();
+    if (entries.size() <= maxEntries || unpinned == 0) {
+      return; // nothing to evict: no wait for the device
     }
     device.synchronize();
     Iterator<Map.Entry<String, Entry>> it = entries.entrySet().iterator();
@@ -147,10 +163,20 @@ public final class LayerCache implements AutoCloseable {
     return created;
   }
 
-  /** Destroys every layer; the owner has drained every stream that may use them. */
+  /**
+   * Destroys every layer, pinned ones too (the owner closes the cache after everything that uses
+   * it), once the device has run what it was given; later uses fail.
+   */
   @Override
   public synchronized void close() {
+    if (closed) {
+      return;
+    }
+    closed = true;
     List<AutoCloseable> steps = new ArrayList<>();
+    if (!entries.isEmpty()) {
+      steps.add(device::synchronize);
+    }
     for (Entry e : entries.values()) {
       steps.add(() -> destroy(e));
     }

@@ -83,6 +83,10 @@ public final class PinnedPool implements AutoCloseable {
 
     /** Queues on {@code stream} the copy of {@code len} bytes of {@code src} (from byte 0) into the run from byte {@code at}. */
     public void downloadFrom(DeviceBuffer src, long at, long len, GpuStream stream) {
+      if (released || at < 0 || len < 0 || at > bytes - len) {
+        throw new IndexOutOfBoundsException("a download of " + len + " bytes at byte " + at + " of a pinned run of "
+            + bytes + " bytes" + (released ? " that was released" : ""));
+      }
       src.copyToHostAsync(0, arena, offset + at, len, stream);
     }
   }

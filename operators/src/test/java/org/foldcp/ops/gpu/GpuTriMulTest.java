@@ -270,7 +270,7 @@ class GpuTriMulTest {
     assertEquals(before.uploads(), gpu.stats().uploads(), "nothing was uploaded");
   }
 
-  /** The NaN / Inf check that rides the upload: the position and count, no kernel run; allowed, it runs. */
+  /** The NaN / Inf scan on the device after the upload: the position and count, no layer run; allowed, it runs. */
   @Test
   void nonFiniteInputFailsAfterTheUploadUnlessAllowed() {
     PairTensor x = PairTensor.random(1, 24, 32, 5, 0);

@@ -65,6 +65,7 @@ final class GpuRankTask extends RankBody {
   @Override
   Iterator<TileRecord> run(BarrierTaskContext ctx, Iterator<TileRecord> input) {
     int rank = RankPartitioner.rankOf(ctx.partitionId(), plan.grid.size());
+    BorrowedGpu gpu = null;
     try {
       SparkEnv env = SparkEnv.get();
       String why = NativeCp.unavailableReason(plan.nvshmem.home());
@@ -74,6 +75,8 @@ final class GpuRankTask extends RankBody {
             + "=tcp to run the ranks on the CPU");
       }
       int device = TaskBackends.requireTaskGpu();
+      // the executor's GPU, borrowed like any task's, before the team meets: its permit for as long as the rank computes
+      gpu = TaskBackends.borrowGpu(device);
       Map<String, TileRecord> mine = RankTiles.tilesOf(rank, input, plan.grid);
       String memberId = TeamFormation.memberId(env);
       TeamFormation.Agreement agreed = TeamFormation.announce(ctx, plan, stack(), mine.values(), memberId);
@@ -84,16 +87,12 @@ final class GpuRankTask extends RankBody {
       Map<String, List<ComplexShape>> shapes = byShape(agreed.complexes());
       List<ComplexShape> inShapeOrder = new ArrayList<>();
       shapes.values().forEach(inShapeOrder::addAll);
-      // the executor's GPU, borrowed like any task's: its permit for as long as the rank computes
-      BorrowedGpu gpu = TaskBackends.borrowGpu(device);
-      try {
-        return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
-            inShapeOrder, new NvshmemRank(rank, team, gpu, mine, inShapeOrder, shapes.size()), ctx);
-      } catch (RuntimeException | Error e) {
-        gpu.close();
-        throw e;
-      }
+      return new RankOutput(RankPartitioner.teamOf(ctx.partitionId(), plan.grid.size()), rank, plan, metrics,
+          inShapeOrder, new NvshmemRank(rank, team, gpu, mine, inShapeOrder, shapes.size()), ctx);
     } catch (RuntimeException | Error e) {
+      if (gpu != null) {
+        gpu.close();
+      }
       throw RankBody.withRank(plan, rank, e);
     }
   }

@@ -13,7 +13,7 @@ import org.foldcp.ops.tensor.PairTensor;
 /**
  * A task's view of its executor's GPU backend. Closing it gives the task's permit back (see
  * {@link TaskLease}) and leaves the GPU state open: the executor keeps its context, stream,
- * staging buffers and cached layers for the next task, and closes them at shutdown.
+ * pinned pool and cached layers for the next task, and closes them at shutdown.
  */
 public final class BorrowedGpu implements TriMulBackend {
   private final ExecutorGpu owner;

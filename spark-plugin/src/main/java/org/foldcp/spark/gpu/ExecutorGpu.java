@@ -179,13 +179,29 @@ public final class ExecutorGpu implements AutoCloseable {
     synchronized (lock) {
       requireOpen();
       if (backend == null) {
-        backend = factory != null ? factory.apply(deviceOrdinal)
-            : new GpuTriMul(deviceOrdinal, GpuTriMul.DEFAULT_LAYER_CACHE_ENTRIES, 0L, transfers());
+        backend = factory != null ? factory.apply(deviceOrdinal) : openGpuTriMul();
         LOG.info("fold-cp: this executor owns GPU {} ({}) until it shuts down, {} ({} = {})", deviceOrdinal, backend,
             lending(permits), FoldCpConf.GPU_CONCURRENT_TASKS.name(), permits);
       }
       return backend;
     }
+  }
+
+  /**
+   * Our backend over the executor's host transfers; where the pinned pool cannot be had (a host
+   * that cannot page-lock that much), over a small pool of the backend's own, saying so.
+   */
+  private GpuTriMul openGpuTriMul() {
+    PinnedTransfers t;
+    try {
+      t = transfers();
+    } catch (RuntimeException e) {
+      LOG.warn("fold-cp: GPU {}: the executor's pinned pool ({} = {} bytes) could not be opened ({}); the GPU"
+          + " backend moves its tensors through a small pool of its own", deviceOrdinal,
+          FoldCpConf.GPU_PINNED_POOL_BYTES.name(), feedSettings.poolBytes(), e.getMessage());
+      t = null;
+    }
+    return new GpuTriMul(deviceOrdinal, GpuTriMul.DEFAULT_LAYER_CACHE_ENTRIES, 0L, t);
   }
 
   /**
@@ -287,8 +303,8 @@ public final class ExecutorGpu implements AutoCloseable {
       }
       closed = true;
       open = backend;
-      // the feed first (it uses the backend's device and layers), then the backend, then the
-      // transfers both borrowed, then the context retain the transfers' pinned memory lives in
+      // the feed first (it uses the backend's device and layers), then the backend, then the CP
+      // layers, then the transfers the backend and the feed borrowed, each retain after its user
       steps.add(feed);
       steps.add(open);
       steps.add(cpLayers);

@@ -24,7 +24,7 @@ import org.slf4j.LoggerFactory;
  * own runs on the CPU (backend auto) or fails saying how to give it one (backend gpu).
  *
  * <p>A task does not open the GPU: it borrows its executor's ({@link ExecutorGpu}: one context,
- * stream, pinned staging and layer cache per executor process and device), waiting for a permit
+ * stream, pinned pool and layer cache per executor process and device), waiting for a permit
  * when spark.foldcp.gpu.concurrentTasks tasks hold it already.
  */
 public final class TaskBackends {

@@ -57,9 +57,7 @@ public final class CpGpuStack implements AutoCloseable {
   private final int batch;
   private final GpuDevice device;
   private final GpuStream stream;
-  private final LayerCache layerCache; // where the plan's native layers are pinned
-  private final boolean ownsLayers;
-  private final List<TriMulLayer> stackLayers;
+  private final AutoCloseable layersRelease; // unpins the plan's native layers (and frees its own cache)
   private final DeviceBuffer[] tileBufs; // the pair tile (x / out) of each buffer pair: one, or two when staging ahead
   private final DeviceBuffer[] maskBufs;
   private final GpuStream upStream; // the staged uploads; null unless staging ahead
@@ -96,6 +94,9 @@ public final class CpGpuStack implements AutoCloseable {
     InvalidInputException.require(batch >= 1, "batch", batch, "must be >= 1");
     InvalidInputException.require(transfers.device().ordinal() == team.spec().device(), "pinned transfers' GPU",
         transfers.device().ordinal(), "must be the team's GPU " + team.spec().device());
+    InvalidInputException.require(cpLayers == null || cpLayers.device().ordinal() == team.spec().device()
+        && cpLayers.api() == NativeCp.LAYERS, "CP layer cache", cpLayers,
+        "must hold the CP library's layers on the team's GPU " + team.spec().device());
     this.team = team;
     this.batch = batch;
     this.transfers = transfers;
@@ -106,6 +107,9 @@ public final class CpGpuStack implements AutoCloseable {
     GpuEvent ev = null;
     LayerCache lc = null;
     boolean pinned = false;
+    StoreRoute rt;
+    Reshard rs;
+    long[] bytes;
     DeviceBuffer[] tb = new DeviceBuffer[2];
     DeviceBuffer[] mb = new DeviceBuffer[2];
     DeviceBuffer sb = null;
@@ -123,6 +127,9 @@ public final class CpGpuStack implements AutoCloseable {
       // The plan first: it checks the ranks agree and the heap holds it before the tile buffers exist.
       p = NativeCp.createPlan(batch, n, stack.dim(), grid.rowGroups(), grid.colGroups(), t.rows, t.cols,
           requested.code, reshard.code, stack.digest(), handles);
+      rt = StoreRoute.ofCode(NativeCp.planRoute(p));
+      rs = Reshard.ofCode(NativeCp.planReshard(p));
+      bytes = NativeCp.planReshardBytes(p);
       // the second pair only where the device keeps room beside it: staging ahead saves time, it
       // must never be what makes a tile that fits one pair run out of memory
       pairs = stageAhead && dev.memInfo().free() >= 2 * (tileBytes + tokens) + STAGING_HEADROOM ? 2 : 1;
@@ -143,9 +150,7 @@ public final class CpGpuStack implements AutoCloseable {
     }
     this.device = dev;
     this.stream = s;
-    this.layerCache = lc;
-    this.ownsLayers = cpLayers == null;
-    this.stackLayers = stack.layers();
+    this.layersRelease = layerRelease(lc, cpLayers == null, true, stack.layers());
     this.tileBufs = java.util.Arrays.copyOf(tb, pairs);
     this.maskBufs = java.util.Arrays.copyOf(mb, pairs);
     this.upStream = up;
@@ -153,9 +158,8 @@ public final class CpGpuStack implements AutoCloseable {
     this.scanBuf = sb;
     this.scanHost = sh;
     this.plan = p;
-    this.route = StoreRoute.ofCode(NativeCp.planRoute(p));
-    this.reshard = Reshard.ofCode(NativeCp.planReshard(p));
-    long[] bytes = NativeCp.planReshardBytes(p);
+    this.route = rt;
+    this.reshard = rs;
     this.bytesToChannels = bytes[0];
     this.bytesToTokens = bytes[1];
     team.stackOpened();
@@ -201,9 +205,9 @@ public final class CpGpuStack implements AutoCloseable {
   /**
    * As {@link #forward(PairTensor)}; with {@code allowNonFinite} false, a tile holding NaN or Inf
    * fails with {@link org.foldcp.ops.NonFiniteInputException} after its upload (the device scans
-   * it) and before the collective kernels start. The peers do not
-   * learn of it and wait for this rank until their timeout: callers that can should check the
-   * tiles before the team meets (the Spark barrier route does, before its stage).
+   * it) and before the collective kernels start. The peers do not learn of it and wait for this
+   * rank until their timeout: callers that can should check the tiles before the team meets (the
+   * Spark barrier route does, before its stage).
    */
   public synchronized PairTensor forward(PairTensor tile, boolean allowNonFinite) {
     load(tile);
@@ -350,7 +354,7 @@ public final class CpGpuStack implements AutoCloseable {
     AutoCloseable upDone = upStream == null ? null : upStream::synchronize;
     RuntimeException first = Closeables.closeAll(null, this::awaitStagedCopies, device::makeCurrent, upDone,
         stream::synchronize);
-    first = closeQuietly(first, plan, layerRelease(layerCache, ownsLayers, true, stackLayers),
+    first = closeQuietly(first, plan, layersRelease,
         buffers(tileBufs, maskBufs, scanBuf, scanHost, stagedUpload, upStream), stream, device);
     if (first != null) {
       throw first;
