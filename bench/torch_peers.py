@@ -228,14 +228,14 @@ def main():
     gpu = torch.cuda.get_device_name(0)
     print(f"torch {torch.__version__}, {gpu}", flush=True)
     ours = Ours(args.lib)
-    base = Ours(args.baseline_lib) if args.baseline_lib else None
+    baseline = Ours(args.baseline_lib) if args.baseline_lib else None
     t_start = time.time()
     left = lambda: args.budget_s - (time.time() - t_start)
 
     for line in correctness(ours, not args.no_compile):
         print(line, flush=True)
-    if base is not None:
-        for line in correctness(base, False):
+    if baseline is not None:
+        for line in correctness(baseline, False):
             if " ours " in line:
                 print(line.replace(" ours ", " ours_baseline ", 1), flush=True)
 
@@ -271,14 +271,14 @@ def main():
             peak = {}
             # ours (and the baseline build on the same workspace and output buffers)
             h = ours.layer(p32, direction)
-            hb = base.layer(p32, direction) if base is not None else None
+            hb = baseline.layer(p32, direction) if baseline is not None else None
             ws = out = None
             try:
                 ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device=dev)
                 out = torch.empty_like(x)
                 arms["ours"] = lambda: ours.forward(h, x, mu8, out, ws)
-                if base is not None and base.ws_bytes(B, N, D) <= ws.numel():
-                    arms["ours_baseline"] = lambda: base.forward(hb, x, mu8, out, ws)
+                if baseline is not None and baseline.ws_bytes(B, N, D) <= ws.numel():
+                    arms["ours_baseline"] = lambda: baseline.forward(hb, x, mu8, out, ws)
             except torch.OutOfMemoryError:
                 status["ours"] = "oom"
             arms["torch_eager"] = lambda: fn(x, mbf, pb)
@@ -349,7 +349,7 @@ def main():
                   if "ours" in med else f"{direction} ({B},{N},{D}) {msg}", flush=True)
             ours.lib.foldcp_trimul_destroy(h)
             if hb is not None:
-                base.lib.foldcp_trimul_destroy(hb)
+                baseline.lib.foldcp_trimul_destroy(hb)
             arms = x = mu8 = mbf = pb = ws = out = cfn = r = None
             torch.cuda.empty_cache()
             torch._dynamo.reset()
