@@ -132,8 +132,7 @@ public final class LayerCache implements AutoCloseable {
 
   /** Evicts least recently used unpinned layers beyond the limit, after the device has run what it was given. */
   public synchronized void trim() {
-    long unpinned = entries.values().stream().filter(e -> e.pins == 0).count();
-    if (entries.size() <= maxEntries || unpinned == 0) {
+    if (entries.size() <= maxEntries || entries.values().stream().allMatch(e -> e.pins > 0)) {
       return; // nothing to evict: no wait for the device
     }
     device.synchronize();

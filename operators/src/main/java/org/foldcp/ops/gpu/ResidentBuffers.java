@@ -96,7 +96,7 @@ final class ResidentBuffers implements AutoCloseable {
     return ws;
   }
 
-  static String mib(long bytes) {
+  private static String mib(long bytes) {
     return String.format(Locale.ROOT, "%.1f MiB", bytes / 1048576.0);
   }
 
