@@ -79,10 +79,12 @@ fi
 # statically and opens libcuda.so.1 itself (dlopen) at its first call.
 check_and_stage "$jni_lib" "" "only libcuda and the C/C++ system libraries are allowed (static CUDA runtime)"
 
-# The CP library: NVSHMEM's host library is its one extra NEEDED entry (the Java side loads it
-# from where it finds it first).
+# The CP library: NVSHMEM's host library and our JNI library are its extra NEEDED entries (the
+# Java side loads both first: NVSHMEM's from where it finds it, libfoldcp_jni.so from the jar,
+# whose kernels, layers and CUDA runtime the CP library uses; the loader matches the NEEDED name
+# to the loaded copy's SONAME). No CUDA runtime of its own, so no other entry is allowed.
 if [[ ! -f "$build_dir/$cp_lib" ]]; then
   echo "$tag $cp_lib not built: $(grep -h 'fold-cp: NVSHMEM not found\|fold-cp: no JNI build' "$build_dir.log" | sed 's/^-- fold-cp: //' | head -1) (the GPU CP route needs it; everything else works without)"
   exit 0
 fi
-check_and_stage "$cp_lib" "libnvshmem_host.so.3" "only NVSHMEM's host library, libcuda and the C/C++ system libraries are allowed"
+check_and_stage "$cp_lib" "libnvshmem_host.so.3 $jni_lib" "only NVSHMEM's host library, $jni_lib, libcuda and the C/C++ system libraries are allowed"

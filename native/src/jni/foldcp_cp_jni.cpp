@@ -1,7 +1,10 @@
 // JNI bindings of the context-parallel TriMul on an NVSHMEM team (include/foldcp_cp.h) for the
 // Java class org.foldcp.ops.gpu.cp.NativeCp. Built only where NVSHMEM is found; the library needs
 // libnvshmem_host.so.3 at load time, which the Java side (NvshmemLibraries) loads first from
-// where it found it, so that nobody has to set LD_LIBRARY_PATH.
+// where it found it, so that nobody has to set LD_LIBRARY_PATH, and libfoldcp_jni.so, which owns
+// the single-GPU kernels, the layers and the CUDA runtime this library uses (issue 24): the Java
+// side loads it first, and the dynamic loader binds this library's NEEDED entry to it by SONAME.
+// A plan's layers are handles of NativeTriMul.createLayer; this library makes no layers.
 //
 // Contract with the Java side: as foldcp_jni.cpp (raw device pointers as jlong, 0 = NULL, the
 // device's primary context current on the calling thread), and every failure throws:
@@ -110,19 +113,6 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_teamFinalize(JNIEnv* 
   check(env, foldcp_cp_team_finalize(), "foldcp_cp_team_finalize");
 }
 
-JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_createLayer(
-    JNIEnv* env, jclass, jint dim, jint direction, jboolean residual, jfloat eps, jfloatArray norm_in_w,
-    jfloatArray norm_in_b, jfloatArray p_in_w, jfloatArray g_in_w, jfloatArray norm_out_w, jfloatArray norm_out_b,
-    jfloatArray p_out_w, jfloatArray g_out_w, jfloatArray p_in_b, jfloatArray g_in_b, jfloatArray p_out_b,
-    jfloatArray g_out_b) {
-  return create_layer(env, kCpMap, dim, direction, residual, eps, norm_in_w, norm_in_b, p_in_w, g_in_w, norm_out_w,
-                      norm_out_b, p_out_w, g_out_w, p_in_b, g_in_b, p_out_b, g_out_b);
-}
-
-JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_destroyLayer(JNIEnv* env, jclass, jlong layer) {
-  destroy_layer(env, kCpMap, layer);
-}
-
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planBytes(JNIEnv* env, jclass, jlong batch, jlong n,
                                                                       jlong dim, jint grid_rows, jint grid_cols,
                                                                       jlong tile_rows, jlong tile_cols, jint route,
@@ -147,6 +137,7 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_createPlan(JNIEnv* e
   foldcp_cp_config c;
   if (!config_from(env, batch, n, dim, grid_rows, grid_cols, tile_rows, tile_cols, route, reshard, digest, &c))
     return 0;
+  // handles of NativeTriMul.createLayer: foldcp_trimul_layer of libfoldcp_jni.so, whose kernels run them
   const jsize nl = env->GetArrayLength(layers);
   std::vector<jlong> handles(nl);
   env->GetLongArrayRegion(layers, 0, nl, handles.data());
@@ -185,8 +176,8 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_forward(JNIEnv* env, 
         "foldcp_cp_forward");
 }
 
-// The input check of a rank's tile on the device (foldcp_trimul.h; this library has its own copy of
-// the kernels), so that the rank's host path only copies bytes.
+// The input check of a rank's tile on the device (foldcp_trimul.h: the kernel of libfoldcp_jni.so,
+// which this library links against), so that the rank's host path only copies bytes.
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_nonFiniteScan(JNIEnv* env, jclass, jlong x, jlong count,
                                                                          jlong result, jlong stream) {
   nonfinite_scan(env, kCpMap, x, count, result, stream);

@@ -8,9 +8,9 @@ import java.util.Map;
 import org.foldcp.ops.layer.TriMulLayer;
 
 /**
- * The native layers of one device and one native library, uploaded once and shared by everything
- * that computes there (the backend's own forward and the feed's pipeline; the CP ranks' plans
- * with the CP library's layers): keyed by the layer's identity
+ * The native layers of one device, uploaded once and shared by everything that computes there
+ * (the backend's own forward, the feed's pipeline and the CP ranks' plans: the CP library links
+ * against the single-GPU library and takes its layers): keyed by the layer's identity
  * ({@link TriMulLayer#identity}: weights digest and spec), at most {@code maxEntries}, least recently used evicted.
  *
  * <p>Callers that launch kernels with a handle either hold this object's monitor from
@@ -22,7 +22,7 @@ import org.foldcp.ops.layer.TriMulLayer;
  * every layer, for the owner closes the cache after all its users.
  */
 public final class LayerCache implements AutoCloseable {
-  /** How a native library makes and frees its layers. */
+  /** How layers are made and freed ({@link #SINGLE_GPU}, the only native kind since issue 24). */
   public interface NativeLayers {
     long create(TriMulLayer layer);
 

@@ -10,7 +10,9 @@ import java.nio.file.StandardCopyOption;
 import java.util.Locale;
 
 /**
- * Finds and loads libfoldcp_jni.so (our kernels + their static CUDA runtime) once per JVM.
+ * Finds and loads libfoldcp_jni.so (our kernels + their static CUDA runtime) once per JVM. It is
+ * the executor's one copy of both: the CP library (libfoldcp_cp_jni.so, {@code NativeCp}) links
+ * against it by its SONAME and must find it loaded first, which this class does.
  *
  * <p>Where it comes from: the operators jar carries it as the resource
  * {@code /amd64/Linux/libfoldcp_jni.so} ({@code ${os.arch}/${os.name}/}, as spark-rapids-jni

@@ -98,25 +98,15 @@ public final class NativeTriMul {
    */
   public static native void nonFiniteScan(long x, long count, long result, long stream);
 
-  /** A native layer constructor with {@link #createLayer}'s parameters (this library's or the CP library's). */
-  @FunctionalInterface
-  public interface LayerCreator {
-    long create(int dim, int direction, boolean residual, float eps,
-        float[] normInWeight, float[] normInBias, float[] pInWeight, float[] gInWeight,
-        float[] normOutWeight, float[] normOutBias, float[] pOutWeight, float[] gOutWeight,
-        float[] pInBias, float[] gInBias, float[] pOutBias, float[] gOutBias);
-  }
-
-  /** Creates the native layer of {@code layer} (loads the library first). */
+  /**
+   * Creates the native layer of {@code layer} (loads the library first): the one layer type of
+   * both routes, since the CP library's plans take these handles too (it links against this
+   * library).
+   */
   public static long createLayer(TriMulLayer layer) {
     ensureLoaded();
-    return createLayer(layer, NativeTriMul::createLayer);
-  }
-
-  /** Hands {@code layer}'s spec and weights, in the C API's order, to {@code creator}. */
-  public static long createLayer(TriMulLayer layer, LayerCreator creator) {
     LayerWeights w = layer.weights();
-    return creator.create(w.dim(), layer.direction() == Direction.OUTGOING ? OUTGOING : INCOMING,
+    return createLayer(w.dim(), layer.direction() == Direction.OUTGOING ? OUTGOING : INCOMING,
         layer.spec().residual(), layer.spec().eps(),
         w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B),
         w.get(LayerWeights.P_IN_W), w.get(LayerWeights.G_IN_W),

@@ -141,8 +141,34 @@ class NativeTriMulSymbolsTest {
     Set<String> others = new TreeSet<>(elf.definedGlobals);
     others.removeAll(exported);
     others.remove("JNI_OnLoad");
-    assertTrue(others.isEmpty(), "the library exports nothing but JNI entry points (static cudart stays"
-        + " hidden), found " + others);
+    // besides the JNI entry points, only what libfoldcp_cp_jni.so links against (exports.map)
+    others.removeIf(s -> FOR_CP_LIBRARY.matcher(s).matches());
+    assertTrue(others.isEmpty(), "the library exports the JNI entry points and, for the CP library, the C API,"
+        + " the launchers of trimul_internal.h it calls and foldcp_cudart_* forwarders (the static CUDA runtime's"
+        + " own names stay hidden); found besides " + others);
+    assertFalse(elf.definedGlobals.stream().anyMatch(s -> s.startsWith("cuda") || s.startsWith("__cuda")),
+        "the static CUDA runtime's own names must stay local");
+  }
+
+  /** What libfoldcp_jni.so exports for libfoldcp_cp_jni.so (native/src/jni/exports.map), mangled names included. */
+  private static final Pattern FOR_CP_LIBRARY = Pattern.compile("foldcp_trimul_\\w+|foldcp_status_name|foldcp_last_error"
+      + "|foldcp_nonfinite_scan|foldcp_native_\\w+|foldcp_cudart_\\w+"
+      + "|_ZN6foldcp(9dev_layer|9set_error|11clear_error|17launch_proj_in_to|18launch_tri_gemm_to|20launch_proj_out_tile)E\\w+");
+
+  @Test
+  void theBuiltLibraryForwardsEveryCudaRuntimeFunctionTheCpLibraryNeeds() throws Exception {
+    Path list = Paths.get("..", "native", "src", "jni", "cudart_shared.inc");
+    Assumptions.assumeTrue(Files.isRegularFile(list), "no source tree here (" + list.toAbsolutePath() + ")");
+    ElfDynamic elf = ElfDynamic.parse(bundledLibrary());
+    Matcher m = Pattern.compile("^FOLDCP_CUDART\\((\\w+)\\)", Pattern.MULTILINE)
+        .matcher(Files.readString(list, StandardCharsets.UTF_8));
+    int n = 0;
+    while (m.find()) {
+      assertTrue(elf.definedGlobals.contains("foldcp_cudart_" + m.group(1)), "foldcp_cudart_" + m.group(1)
+          + " (cudart_shared.inc) is not exported");
+      n++;
+    }
+    assertTrue(n > 0, "no FOLDCP_CUDART entries in " + list);
   }
 
   @Test

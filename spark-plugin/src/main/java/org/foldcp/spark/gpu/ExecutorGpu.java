@@ -16,7 +16,6 @@ import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuTriMul;
 import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.PinnedTransfers;
-import org.foldcp.ops.gpu.cp.NativeCp;
 import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.foldcp.ops.gpu.feed.PinnedCache;
 import org.foldcp.ops.gpu.feed.StackFeed;
@@ -58,8 +57,8 @@ public final class ExecutorGpu implements AutoCloseable {
   private StackFeed feed; // opened at the first feed(); guarded by lock
   private GpuDevice transferDevice; // the context retain the transfers' pinned memory lives in; guarded by lock
   private PinnedTransfers transfers; // opened at the first transfers(); guarded by lock
-  private GpuDevice cpLayersDevice; // the context retain of the CP layers; guarded by lock
-  private LayerCache cpLayers; // opened at the first cpLayers(); guarded by lock
+  private GpuDevice cpLayersDevice; // the context retain of cpLayers; guarded by lock
+  private LayerCache cpLayers; // the CP ranks' layers beside a backend that is not ours (a test's fake), else null; guarded by lock
   private volatile boolean closed; // written under lock
 
   /** The GPU backend on {@code deviceOrdinal}, lent to {@code permits} tasks at a time. */
@@ -248,17 +247,23 @@ public final class ExecutorGpu implements AutoCloseable {
   }
 
   /**
-   * The CP library's native layers on this GPU ({@link NativeCp#LAYERS}), uploaded once per
-   * executor and pinned by each NVSHMEM rank's plan while it lives, so that the ranks of later
-   * tasks and shapes reuse them; opened at the first call (the CP library must be loaded: the
-   * rank's team forms first), closed after every rank's stack.
+   * The native layers the NVSHMEM ranks' plans pin on this GPU: the backend's own
+   * {@link GpuTriMul#layerCache()} (the CP library links against the single-GPU library and its
+   * plans take that library's layers), so that a layer uploaded for cp = 1 serves CP and the
+   * other way round, once per executor, and the ranks of later tasks and shapes reuse them. Opens
+   * the backend if no task has yet (no permit: opening computes nothing). With a backend that is
+   * not ours (a test's fake), a cache of its own on this GPU ({@link LayerCache#SINGLE_GPU}),
+   * opened at the first call. Either is closed after every rank's stack ({@link #close}).
    */
   public LayerCache cpLayers() {
     synchronized (lock) {
       requireOpen();
+      if (backend() instanceof GpuTriMul g) {
+        return g.layerCache();
+      }
       if (cpLayers == null) {
         GpuDevice d = GpuDevice.open(deviceOrdinal);
-        cpLayers = new LayerCache(d, GpuTriMul.DEFAULT_LAYER_CACHE_ENTRIES, NativeCp.LAYERS);
+        cpLayers = new LayerCache(d, GpuTriMul.DEFAULT_LAYER_CACHE_ENTRIES, LayerCache.SINGLE_GPU);
         cpLayersDevice = d;
       }
       return cpLayers;
@@ -287,10 +292,10 @@ public final class ExecutorGpu implements AutoCloseable {
   }
 
   /**
-   * Closes the feed (its slots and streams), then the backend (GpuTriMul frees its layers,
-   * buffers, stream and context in that order, after any forward in flight), then the CP layers
-   * and their context retain, then the transfers (copy threads, then the pinned pool) and theirs,
-   * once. Later borrows fail; a
+   * Closes the feed (its slots and streams), then the backend (GpuTriMul frees its layers, the
+   * CP ranks' included, buffers, stream and context in that order, after any forward in flight),
+   * then a fake backend's CP layers and their context retain, then the transfers (copy threads,
+   * then the pinned pool) and theirs, once. Later borrows fail; a
    * second close does nothing.
    */
   @Override

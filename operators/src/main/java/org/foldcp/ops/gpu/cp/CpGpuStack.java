@@ -43,8 +43,8 @@ import org.foldcp.ops.tensor.PairTensor;
  * only waits for what is left of its upload.
  *
  * <p>Holds, freed by {@link #close()} in this order: the native plan (its symmetric buffers:
- * collective), its pins on the native layers (the executor's {@link LayerCache} of CP layers,
- * or its own, freed with it), the tile buffers on the device and the scan result's pinned word,
+ * collective), its pins on the native layers (the executor's {@link LayerCache}, the one the
+ * single-GPU backend uses too, or its own, freed with it), the tile buffers on the device and the scan result's pinned word,
  * the stream, the device retain.
  */
 public final class CpGpuStack implements AutoCloseable {
@@ -84,7 +84,9 @@ public final class CpGpuStack implements AutoCloseable {
    * {@code transfers}, which must be on the team's device; with {@code stageAhead}, a second pair
    * of tile buffers and an upload stream for {@link #stage}, where the device has room for them
    * ({@link #stagesAhead} says; decided here, once); the native layers pinned in {@code cpLayers}
-   * (CP-library layers on the team's GPU, shared across stacks and tasks; null: its own).
+   * (single-GPU library layers, {@link LayerCache#SINGLE_GPU}, on the team's GPU, shared across
+   * stacks, tasks and the cp = 1 backend; null: its own). The CP library links against the
+   * single-GPU library (one copy of the kernels and the CUDA runtime), so its plans take those.
    */
   public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested,
       Reshard reshard, PinnedTransfers transfers, boolean stageAhead, LayerCache cpLayers) {
@@ -121,7 +123,7 @@ public final class CpGpuStack implements AutoCloseable {
     try {
       dev.makeCurrent();
       s = GpuStream.create(dev);
-      lc = cpLayers != null ? cpLayers : new LayerCache(dev, Math.max(1, stack.size()), NativeCp.LAYERS);
+      lc = cpLayers != null ? cpLayers : new LayerCache(dev, Math.max(1, stack.size()), LayerCache.SINGLE_GPU);
       long[] handles = lc.acquire(stack.layers());
       pinned = true;
       // The plan first: it checks the ranks agree and the heap holds it before the tile buffers exist.

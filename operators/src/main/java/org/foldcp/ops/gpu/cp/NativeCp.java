@@ -1,10 +1,8 @@
 package org.foldcp.ops.gpu.cp;
 
 import org.foldcp.ops.gpu.GpuException;
-import org.foldcp.ops.gpu.LayerCache;
 import org.foldcp.ops.gpu.NativeLibrary;
 import org.foldcp.ops.gpu.NativeTriMul;
-import org.foldcp.ops.layer.TriMulLayer;
 
 /**
  * The JNI binding of the context-parallel TriMul on an NVSHMEM team
@@ -13,10 +11,17 @@ import org.foldcp.ops.layer.TriMulLayer;
  * like {@link org.foldcp.ops.gpu.NativeTriMul}: device addresses and stream handles as longs.
  * {@link NvshmemTeam} and {@link CpGpuStack} are the safe API over it.
  *
- * <p>Loading: {@link #load(String)} first loads NVSHMEM's host library from where
- * {@link NvshmemLibraries} finds it (by absolute path, so the dynamic loader resolves our
- * library's NEEDED entry to it without LD_LIBRARY_PATH), then our library from the jar (or
- * {@code -Dfoldcp.cp.native.path=FILE}). The outcome is remembered, failure included.
+ * <p>Loading: {@link #load(String)} first loads the single-GPU library ({@link NativeLibrary}),
+ * which owns the kernels, the layers and the CUDA runtime that the CP library links against
+ * (NEEDED libfoldcp_jni.so: the dynamic loader resolves it by SONAME to that loaded copy), then
+ * NVSHMEM's host library from where {@link NvshmemLibraries} finds it (by absolute path, so the
+ * loader resolves our library's NEEDED entry to it without LD_LIBRARY_PATH), then our library
+ * from the jar (or {@code -Dfoldcp.cp.native.path=FILE}). The outcome is remembered, failure
+ * included.
+ *
+ * <p>Layers: a plan takes layers made by {@link NativeTriMul#createLayer} (a
+ * {@link org.foldcp.ops.gpu.LayerCache} with {@link org.foldcp.ops.gpu.LayerCache#SINGLE_GPU}),
+ * the same handles the single-GPU forward uses.
  *
  * <p>Errors: bad input, weights that differ across ranks and a heap too small throw
  * {@link org.foldcp.ops.InvalidInputException}; a missing peer or a broken team
@@ -65,9 +70,11 @@ public final class NativeCp {
   }
 
   private static String tryLoad(String nvshmemHome) {
-    String why = NativeLibrary.unavailableReason();  // the single-GPU library: CUDA driver checks live there
-    if (why != null && why.contains("not available for")) {
-      return why;
+    // The single-GPU library first: the CP library's NEEDED libfoldcp_jni.so must find it loaded
+    // (it is extracted to a temporary file, so no search path would find it otherwise).
+    String why = NativeLibrary.unavailableReason();
+    if (why != null) {
+      return why + " (the CP library links against " + NativeLibrary.LIBRARY_FILE + ")";
     }
     NvshmemLibraries.Found found = NvshmemLibraries.find(nvshmemHome);
     if (found.hostLibrary() == null) {
@@ -103,17 +110,11 @@ public final class NativeCp {
 
   public static native void teamFinalize();
 
-  public static native long createLayer(int dim, int direction, boolean residual, float eps,
-      float[] normInWeight, float[] normInBias, float[] pInWeight, float[] gInWeight,
-      float[] normOutWeight, float[] normOutBias, float[] pOutWeight, float[] gOutWeight,
-      float[] pInBias, float[] gInBias, float[] pOutBias, float[] gOutBias);
-
-  public static native void destroyLayer(long layer);
-
   /** Symmetric-heap bytes of a plan (no device needed once loaded). */
   public static native long planBytes(long batch, long n, long dim, int gridRows, int gridCols, long tileRows,
       long tileCols, int route, int reshard);
 
+  /** A plan over {@code layers}: handles of {@link NativeTriMul#createLayer}, on this rank's GPU. */
   public static native long createPlan(long batch, long n, long dim, int gridRows, int gridCols, long tileRows,
       long tileCols, int route, int reshard, byte[] digest, long[] layers);
 
@@ -126,7 +127,7 @@ public final class NativeCp {
 
   /**
    * The device-side input check of a tile, asynchronous on {@code stream}: as
-   * {@link org.foldcp.ops.gpu.NativeTriMul#nonFiniteScan} (this library's own copy of the kernel),
+   * {@link org.foldcp.ops.gpu.NativeTriMul#nonFiniteScan} (the same kernel, in the single-GPU library),
    * two uint64 at {@code result} ({@link org.foldcp.ops.gpu.ScanResult}).
    */
   public static native void nonFiniteScan(long x, long count, long result, long stream);
@@ -153,17 +154,4 @@ public final class NativeCp {
   public static native void a2aGatherHeads(long plan, long in, long out, long stream);
 
   public static native void a2aDestroy(long plan);
-
-  /** The CP library's layers (its own copy of the kernels), for a {@link LayerCache}. */
-  public static final LayerCache.NativeLayers LAYERS = new LayerCache.NativeLayers() {
-    @Override
-    public long create(TriMulLayer layer) {
-      return NativeTriMul.createLayer(layer, NativeCp::createLayer);
-    }
-
-    @Override
-    public void destroy(long handle) {
-      destroyLayer(handle);
-    }
-  };
 }

@@ -35,11 +35,11 @@ public final class CpTeamRank {
     String route;
     // this process is the rank's executor: its host transfers, small enough that every tile of the
     // cases streams through the pool block by block (8 blocks of 1 MiB, two copy threads); rank 0's
-    // stack makes its own native layers, the other ranks pin theirs in the executor's CP layer
-    // cache, so every team runs both ways
+    // stack makes its own native layers, the other ranks pin theirs in a layer cache as the
+    // executor's (single-GPU library layers, as the cp = 1 backend's), so every team runs both ways
     try (GpuDevice device = GpuDevice.open(team.spec().device());
          PinnedTransfers transfers = new PinnedTransfers(device, 8, 1L << 20, 2);
-         LayerCache cpLayers = rank == 0 ? null : new LayerCache(device, 8, NativeCp.LAYERS);
+         LayerCache cpLayers = rank == 0 ? null : new LayerCache(device, 8, LayerCache.SINGLE_GPU);
          CpGpuStack stack = new CpGpuStack(team, c.cpGrid(), c.n(), c.batch(), c.stack(rank), c.route(),
              c.reshard(), transfers, c.repeats() > 1, cpLayers)) {
       route = stack.route().label();
