@@ -97,8 +97,8 @@ public final class CpGpuStack implements AutoCloseable {
     InvalidInputException.require(transfers.device().ordinal() == team.spec().device(), "pinned transfers' GPU",
         transfers.device().ordinal(), "must be the team's GPU " + team.spec().device());
     InvalidInputException.require(cpLayers == null || cpLayers.device().ordinal() == team.spec().device()
-        && cpLayers.api() == NativeCp.LAYERS, "CP layer cache", cpLayers,
-        "must hold the CP library's layers on the team's GPU " + team.spec().device());
+        && cpLayers.api() == LayerCache.SINGLE_GPU, "CP layer cache", cpLayers,
+        "must hold the single-GPU library's layers on the team's GPU " + team.spec().device());
     this.team = team;
     this.batch = batch;
     this.transfers = transfers;
