@@ -27,11 +27,17 @@ final class DeviceSlot implements AutoCloseable {
   private final GpuDevice device;
   final GpuStream up;
   final GpuStream down;
-  /** After the last upload copy (the compute stream waits for it). */
+  /**
+   * Timing events of the complex in the slot ({@link FeedTimeline}): before its first upload copy,
+   * after its last (the compute stream waits for it), around its scan and layers on the compute
+   * stream, and around its download (the start after the kernels).
+   */
+  final GpuEvent upStart;
   final GpuEvent uploaded;
-  /** Timing events around the slot's scan and layers on the compute stream. */
   final GpuEvent computeStart;
   final GpuEvent computed;
+  final GpuEvent downStart;
+  final GpuEvent downloaded;
   final DeviceBuffer result;
   final PinnedHostBuffer resultHost;
   private DeviceBuffer x;
@@ -49,9 +55,12 @@ final class DeviceSlot implements AutoCloseable {
     try {
       up = add(made, GpuStream.create(device));
       down = add(made, GpuStream.create(device));
-      uploaded = add(made, GpuEvent.create(device, false, "slot " + index + " uploaded"));
+      upStart = add(made, GpuEvent.create(device, true, "slot " + index + " upload start"));
+      uploaded = add(made, GpuEvent.create(device, true, "slot " + index + " uploaded"));
       computeStart = add(made, GpuEvent.create(device, true, "slot " + index + " compute start"));
       computed = add(made, GpuEvent.create(device, true, "slot " + index + " computed"));
+      downStart = add(made, GpuEvent.create(device, true, "slot " + index + " download start"));
+      downloaded = add(made, GpuEvent.create(device, true, "slot " + index + " downloaded"));
       result = add(made, DeviceBuffer.allocate(device, RESULT_BYTES, "slot " + index + " non-finite scan result"));
       resultHost = add(made, PinnedHostBuffer.allocate(device, RESULT_BYTES, "slot " + index + " scan result (host)"));
     } catch (RuntimeException e) {
@@ -95,6 +104,16 @@ final class DeviceSlot implements AutoCloseable {
     return mask;
   }
 
+  /**
+   * The intervals of the complex the slot holds, in milliseconds since {@code origin}; every event
+   * of the slot has run (its download was waited for).
+   */
+  FeedTimeline.Span span(GpuEvent origin) {
+    return new FeedTimeline.Span(upStart.millisSince(origin), uploaded.millisSince(origin),
+        computeStart.millisSince(origin), computed.millisSince(origin), downStart.millisSince(origin),
+        downloaded.millisSince(origin));
+  }
+
   /** Device bytes the slot's tensors hold now. */
   long deviceBytes() {
     return (x == null ? 0 : x.bytes()) + (mask == null ? 0 : mask.bytes());
@@ -103,8 +122,8 @@ final class DeviceSlot implements AutoCloseable {
   /** Waits for the slot's streams, then frees everything; idempotent through its parts. */
   @Override
   public void close() {
-    RuntimeException e = Closeables.closeAll(null, up, down, computed, computeStart, uploaded, mask, x, result,
-        resultHost);
+    RuntimeException e = Closeables.closeAll(null, up, down, downloaded, downStart, computed, computeStart, uploaded,
+        upStart, mask, x, result, resultHost);
     if (e != null) {
       throw e;
     }

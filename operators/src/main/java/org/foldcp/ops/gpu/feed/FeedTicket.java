@@ -60,6 +60,9 @@ public final class FeedTicket {
         }
         out.copyPair(offset, src, len);
       });
+      slot.downloaded.record(slot.down);
+      slot.downloaded.synchronize(); // every block has arrived: at once
+      feed.recordSpan(slot);
       return drained(gpu[0], copied.waitNanos());
     } finally {
       feed.settle(slot);
@@ -85,10 +88,13 @@ public final class FeedTicket {
     try {
       downloadAfterCompute();
       run.downloadFrom(slot.x(), at, bytes, slot.down);
+      slot.downloaded.record(slot.down);
       long t0 = System.nanoTime();
       slot.down.synchronize();
       long waited = System.nanoTime() - t0;
-      return drained(computedNanos(), waited);
+      long gpu = computedNanos();
+      feed.recordSpan(slot);
+      return drained(gpu, waited);
     } finally {
       feed.settle(slot);
     }
@@ -115,6 +121,7 @@ public final class FeedTicket {
   private void downloadAfterCompute() {
     feed.device().makeCurrent();
     slot.computed.makeWait(slot.down);
+    slot.downStart.record(slot.down);
     if (!allowNonFinite) {
       slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
     }

@@ -56,6 +56,7 @@ public final class StackFeed implements AutoCloseable {
   private final Object computeLock = new Object();
   private DeviceBuffer workspace; // guarded by computeLock
   private volatile boolean closed;
+  private final FeedTimeline timeline;
 
   private final AtomicLong complexes = new AtomicLong();
   private final AtomicLong bytesIn = new AtomicLong();
@@ -81,8 +82,10 @@ public final class StackFeed implements AutoCloseable {
     this.memoryBudget = memoryBudget;
     this.freeSlots = new ArrayBlockingQueue<>(settings.slots(), true);
     GpuStream s = null;
+    FeedTimeline tl = null;
     try {
       s = GpuStream.create(device);
+      tl = new FeedTimeline(device);
       for (int k = 0; k < settings.slots(); k++) {
         DeviceSlot slot = new DeviceSlot(device, k);
         slots.add(slot);
@@ -90,11 +93,13 @@ public final class StackFeed implements AutoCloseable {
       }
     } catch (RuntimeException e) {
       List<AutoCloseable> undo = new ArrayList<>(slots);
+      undo.add(tl);
       undo.add(s);
       Closeables.closeAll(e, undo.toArray(new AutoCloseable[0]));
       throw e;
     }
     this.compute = s;
+    this.timeline = tl;
     this.cache = new PinnedCache((bytes, purpose) -> {
       PinnedHostBuffer b = PinnedHostBuffer.allocate(device, bytes, PinnedCache.SPAN + ": " + purpose);
       return new PinnedCache.Allocation(b.address(), b);
@@ -184,8 +189,10 @@ public final class StackFeed implements AutoCloseable {
                            long waited) {
     boolean queued = false;
     try {
+      timeline.begin(compute); // first: settle, in every case below, ends it
       requireOpen();
       device.makeCurrent();
+      slot.upStart.record(slot.up);
       long xBytes = in.pairBytes();
       long maskBytes = in.hasMask() ? in.maskBytes() : 0;
       slot.ensure(xBytes, maskBytes);
@@ -281,7 +288,18 @@ public final class StackFeed implements AutoCloseable {
       slot.holdSource(null); // its upload has run
     } finally {
       freeSlots.add(slot);
+      timeline.end();
     }
+  }
+
+  /** Adds the drained complex in {@code slot} (every event of it has run) to the burst's timeline. */
+  void recordSpan(DeviceSlot slot) {
+    timeline.record(slot);
+  }
+
+  /** The timeline summary of the last burst that ended (null before the first). */
+  FeedTimeline.Summary lastBurst() {
+    return timeline.lastBurst();
   }
 
   // ------------------------------------------------------------------------------------------
@@ -330,6 +348,7 @@ public final class StackFeed implements AutoCloseable {
     List<AutoCloseable> steps = new ArrayList<>();
     steps.add(compute::synchronize);
     steps.addAll(slots);
+    steps.add(timeline);
     synchronized (computeLock) {
       steps.add(workspace);
       workspace = null;

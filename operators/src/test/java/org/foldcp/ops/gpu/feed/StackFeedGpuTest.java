@@ -221,6 +221,13 @@ class StackFeedGpuTest {
         }
         StackFeed.Stats s = feed.stats();
         assertEquals(200, s.complexes());
+        // the feed is idle: its last burst was summarised from the complexes' events (GPU clock)
+        FeedTimeline.Summary burst = feed.lastBurst();
+        assertNotNull(burst, "a burst ended and was summarised");
+        assertTrue(burst.complexes() >= 1 && burst.complexes() <= 200, burst.describe());
+        assertTrue(burst.kernelsMs() > 0 && burst.uploadsMs() > 0 && burst.downloadsMs() > 0, burst.describe());
+        assertEquals(burst.wallMs(), burst.kernelsMs() + burst.copiesAloneMs() + burst.idleMs(),
+            1e-3 * burst.wallMs(), "kernels, copies alone and nothing running tile the wall: " + burst.describe());
         assertEquals(4L << 20, s.pinnedBytes(), "pinned memory is the pool's, fixed");
         assertEquals(4, feed.transfers().pool().available(), "every block back in the pool");
         long slotBound = 3 * (2L * 200 * 200 * d + 200L * 200);
