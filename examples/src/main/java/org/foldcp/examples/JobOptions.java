@@ -15,6 +15,8 @@ final class JobOptions {
   int n = 256;
   int[] ns = {256}; // --n N1,N2,...: synthetic complex c has ns[c % ns.length] tokens (n = ns[0])
   int dim = 128;
+  /** Hidden width of the generated layers; 0: the pair width D. */
+  int hidden;
   int layers = 2;
   int complexes = 2;
   int threads = 0; // 0: spark.task.cpus, or all cores in local mode
@@ -48,6 +50,8 @@ final class JobOptions {
       "  --n N[,N2,...]      tokens of each synthetic complex (default 256); a list: complex c gets the",
       "                      (c mod length)-th, a mixed dataset (e.g. with --cp auto)",
       "  --dim D             pair channels of the synthetic complexes and weights (default 128)",
+      "  --hidden H          hidden channels of the generated layers (a, b and the triangle product; OpenFold's",
+      "                      c_hidden), default D; with --weights the file's shapes decide",
       "  --layers L          layers of the generated stack, alternating outgoing/incoming, residual (default 2)",
       "  --complexes C       synthetic complexes to fold in parallel (default 2)",
       "  --masked F          fraction of masked pair positions in synthetic complexes (default 0.1)",
@@ -108,6 +112,7 @@ final class JobOptions {
           o.n = o.ns[0];
           break;
         case "--dim": o.dim = positive(a, v); break;
+        case "--hidden": o.hidden = positive(a, v); break;
         case "--layers": o.layers = positive(a, v); break;
         case "--complexes": o.complexes = positive(a, v); break;
         case "--threads": o.threads = positive(a, v); break;

@@ -76,7 +76,7 @@ record TriMulInputs(Dataset<Row> tiles, int n, int d, int count, String firstId)
    */
   static LayerStack loadStack(JobOptions o, int d) {
     if (o.weights == null) {
-      return LayerStack.randomAlternating(o.layers, d, o.seed ^ 0x5eedL, true);
+      return LayerStack.randomAlternating(o.layers, d, o.hidden > 0 ? o.hidden : d, o.seed ^ 0x5eedL, true);
     }
     List<TriMulLayer> layers = new ArrayList<>();
     for (String prefix : o.prefixes) {

@@ -43,9 +43,10 @@ record TriMulReport(JobOptions o, TriMulInputs in, Dataset<Row> tiles, LayerStac
             value(e.metrics(), "reshardTime") / 1e6);
       }
     }
-    report.printf(Locale.ROOT, "  complexes   %d x (N=%s, D=%d), layers %d: %s; master %s%n", in.count(),
-        o.input == null ? TriMulInputs.nText(o) : Integer.toString(in.n()), in.d(),
-        stack.size(), describe(stack), spark.sparkContext().master());
+    report.printf(Locale.ROOT, "  complexes   %d x (N=%s, D=%d), layers %d%s: %s; master %s%n", in.count(),
+        o.input == null ? TriMulInputs.nText(o) : Integer.toString(in.n()), in.d(), stack.size(),
+        stack.hidden() == stack.dim() ? "" : " of hidden width H=" + stack.hidden(), describe(stack),
+        spark.sparkContext().master());
     report.printf(Locale.ROOT, "  stage ms    prepare %.0f | forward incl. data generation (Spark job) %.0f"
         + " | checksum+write %.0f%n", stageMs[0], stageMs[1], stageMs[2]);
     if (o.perLayer) {

@@ -41,10 +41,10 @@ public final class ChannelToToken {
     }
   }
 
-  /** Writes row {@code i} of a received payload into zt[j * dim + c] (token-major, absolute channels). */
-  public static void unpackRow(ReshardSegment s, int i, float[] payload, float[] zt, int dim) {
+  /** Writes row {@code i} of a received payload into zt[j * hidden + c] (token-major, absolute channels). */
+  public static void unpackRow(ReshardSegment s, int i, float[] payload, float[] zt, int hidden) {
     for (int j = 0; j < s.tokens.cols; j++) {
-      System.arraycopy(payload, s.offset(i, j, 0), zt, j * dim + s.channel0, s.channels);
+      System.arraycopy(payload, s.offset(i, j, 0), zt, j * hidden + s.channel0, s.channels);
     }
   }
 }

@@ -9,7 +9,7 @@ import org.foldcp.ops.tensor.PairTensor;
 
 /**
  * The three compute steps of one CP rank for one layer and one batch element, with the data
- * that crosses ranks as explicit payloads, so that any transport can sit between them: the
+ * that crosses ranks as explicit payloads (the layer's H / cp hidden channels per owner), so that any transport can sit between them: the
  * all-to-all of a barrier team ({@link CpRank}), or two Spark shuffles (the shuffle route).
  * <ol>
  *   <li>{@link #project}: tile -> payload per channel owner ([a | b], per {@link TokenToChannel});
@@ -46,7 +46,9 @@ public final class RankStages implements AutoCloseable {
 
   /** Step 1: LN_in, projection and gates of batch element b of this rank's tile; [a | b] per owner. */
   public float[][] project(PairTensor tile, int b, PreparedLayer pl) {
+    ShardLayout layout = this.layout.withHidden(pl.hidden());
     int d = layout.dim();
+    int h = layout.hidden();
     List<ReshardSegment> toOwners = TokenToChannel.sentBy(layout, rank);
     float[][] send = new float[layout.grid().size()][];
     for (ReshardSegment s : toOwners) {
@@ -59,13 +61,14 @@ public final class RankStages implements AutoCloseable {
         TokenToChannel.packRow(s, i, bv, c0, p, (int) s.length());
       }
     };
-    parallel.forEach(tile.rows(), i -> Stages.projectRow(tile, b, i, pl, 0, d,
-        Stages.Scratch.local(tile.cols(), d, d), kernels, sink));
+    parallel.forEach(tile.rows(), i -> Stages.projectRow(tile, b, i, pl, 0, h,
+        Stages.Scratch.local(tile.cols(), d, h, h), kernels, sink));
     return send;
   }
 
   /** Step 2: assemble this rank's channels from every tile's payload, multiply, split z per tile. */
   public float[][] triangle(float[][] fromTiles, PreparedLayer pl) {
+    ShardLayout layout = this.layout.withHidden(pl.hidden());
     int cp = layout.grid().size();
     int np = layout.paddedN();
     int dc = layout.channelsPerRank();
@@ -89,17 +92,19 @@ public final class RankStages implements AutoCloseable {
 
   /** Step 3: LN_out, output projection, gate and residual of batch element b into {@code out}. */
   public void output(PairTensor tile, int b, PreparedLayer pl, float[][] fromOwners, PairTensor out) {
+    ShardLayout layout = this.layout.withHidden(pl.hidden());
     int cp = layout.grid().size();
     int d = layout.dim();
+    int h = layout.hidden();
     ReshardSegment[] segs = new ReshardSegment[cp];
     for (int owner = 0; owner < cp; owner++) {
       segs[owner] = ChannelToToken.sentBy(layout, owner).get(rank);
       requireLength(fromOwners[owner], segs[owner].length(), "channel->token", owner);
     }
     parallel.forEach(tile.rows(), i -> {
-      Stages.Scratch s = Stages.Scratch.local(tile.cols(), d, d);
+      Stages.Scratch s = Stages.Scratch.local(tile.cols(), d, h, h);
       for (int owner = 0; owner < cp; owner++) {
-        ChannelToToken.unpackRow(segs[owner], i, fromOwners[owner], s.zt, d);
+        ChannelToToken.unpackRow(segs[owner], i, fromOwners[owner], s.zt, h);
       }
       Stages.outputRow(tile, b, i, pl, s.zt, s, kernels, out);
     });

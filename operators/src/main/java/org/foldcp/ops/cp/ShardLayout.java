@@ -4,13 +4,14 @@ import java.io.Serializable;
 import org.foldcp.ops.InvalidInputException;
 
 /**
- * Where everything lives for a pair tensor of N tokens and D channels on a CP grid
- * (docs/design.md section 2): token tiles before and after the layer, channel slices in between.
+ * Where everything lives for a pair tensor of N tokens and D channels on a CP grid, through a
+ * stack of hidden width H (docs/design.md section 2): token tiles of D channels before and after
+ * the layer, slices of the H hidden channels in between.
  *
  * <p>N is padded up to a multiple of 8 lcm(cp0, cp1) with masked tokens so that every tile has the
  * same extent (the GPU kernels want equal tiles); masked tokens contribute exactly zero to every
- * triangle sum, and the padding is cropped on the way out. D is not padded: each rank owns
- * D / cp channels, so D must divide by cp.
+ * triangle sum, and the padding is cropped on the way out. H is not padded: each rank owns
+ * H / cp hidden channels, so H must divide by cp (D need not).
  */
 public final class ShardLayout implements Serializable {
   private static final long serialVersionUID = 1L;
@@ -18,13 +19,20 @@ public final class ShardLayout implements Serializable {
   private final CpGrid grid;
   private final int n;
   private final int dim;
+  private final int hidden;
   private final int paddedN;
   private final int tileRows;
   private final int tileCols;
   private final int channelsPerRank;
+  private final int tileMultiple;
 
+  /** The layout of a stack whose hidden width H equals D. */
   public ShardLayout(CpGrid grid, int n, int dim) {
-    this(grid, n, dim, GPU_TILE_MULTIPLE);
+    this(grid, n, dim, dim);
+  }
+
+  public ShardLayout(CpGrid grid, int n, int dim, int hidden) {
+    this(grid, n, dim, hidden, GPU_TILE_MULTIPLE);
   }
 
   /**
@@ -32,21 +40,25 @@ public final class ShardLayout implements Serializable {
    * store 8 tokens (16 bytes of bf16) at a time into the channel owners' planes, so a tile side
    * must never end inside such a group ({@link #forGpu}).
    */
-  public ShardLayout(CpGrid grid, int n, int dim, int tileMultiple) {
+  public ShardLayout(CpGrid grid, int n, int dim, int hidden, int tileMultiple) {
     InvalidInputException.require(tileMultiple >= 1, "tile multiple", tileMultiple, "must be >= 1");
     InvalidInputException.require(n >= 1, "N", n, "the number of tokens must be >= 1");
     InvalidInputException.require(dim >= 1, "D", dim, "the pair channel count must be >= 1");
-    InvalidInputException.require(dim % grid.size() == 0, "D", dim,
-        "must be divisible by cp = " + grid.size() + " (grid " + grid + "): each rank owns D/cp channels"
-            + " of the triangle product; choose cp among the divisors of " + dim);
+    InvalidInputException.require(hidden >= 1, "H", hidden, "the hidden channel count must be >= 1");
+    InvalidInputException.require(hidden % grid.size() == 0, hidden == dim ? "D" : "H", hidden,
+        "must be divisible by cp = " + grid.size() + " (grid " + grid + "): each rank owns "
+            + (hidden == dim ? "D" : "H") + "/cp channels of the triangle product; choose cp among the divisors of "
+            + hidden);
     this.grid = grid;
     this.n = n;
     this.dim = dim;
+    this.hidden = hidden;
+    this.tileMultiple = tileMultiple;
     int multiple = lcm(grid.rowGroups(), grid.colGroups()) * tileMultiple;
     this.paddedN = (int) Math.min(Integer.MAX_VALUE, ((long) n + multiple - 1) / multiple * multiple);
     this.tileRows = paddedN / grid.rowGroups();
     this.tileCols = paddedN / grid.colGroups();
-    this.channelsPerRank = dim / grid.size();
+    this.channelsPerRank = hidden / grid.size();
   }
 
   /**
@@ -58,8 +70,17 @@ public final class ShardLayout implements Serializable {
   public static final int GPU_TILE_MULTIPLE = 8;
 
   /** The layout of the GPU CP path (the same as the default one: see {@link #GPU_TILE_MULTIPLE}). */
-  public static ShardLayout forGpu(CpGrid grid, int n, int dim) {
-    return new ShardLayout(grid, n, dim, GPU_TILE_MULTIPLE);
+  public static ShardLayout forGpu(CpGrid grid, int n, int dim, int hidden) {
+    return new ShardLayout(grid, n, dim, hidden, GPU_TILE_MULTIPLE);
+  }
+
+  /**
+   * The same tiles with the triangle product's channels split for a stack of hidden width
+   * {@code h} (H must divide by cp): what the rank steps use, since a complex's layout is fixed by
+   * its N and D before it meets the stack.
+   */
+  public ShardLayout withHidden(int h) {
+    return h == hidden ? this : new ShardLayout(grid, n, dim, h, tileMultiple);
   }
 
   static int lcm(int a, int b) {
@@ -78,6 +99,9 @@ public final class ShardLayout implements Serializable {
   public int n() { return n; }
 
   public int dim() { return dim; }
+
+  /** The hidden width H: the channels split over the ranks during the triangle product. */
+  public int hidden() { return hidden; }
 
   /** N after padding with masked tokens (a multiple of lcm(cp0, cp1)). */
   public int paddedN() { return paddedN; }
@@ -101,7 +125,7 @@ public final class ShardLayout implements Serializable {
 
   /** The rank that owns channel c during the triangle product. */
   public int channelOwner(int c) {
-    InvalidInputException.require(c >= 0 && c < dim, "channel", c, "must lie in [0, " + dim + ")");
+    InvalidInputException.require(c >= 0 && c < hidden, "channel", c, "must lie in [0, " + hidden + ")");
     return c / channelsPerRank;
   }
 
@@ -115,6 +139,6 @@ public final class ShardLayout implements Serializable {
   @Override
   public String toString() {
     return "ShardLayout(grid " + grid + ", N=" + n + " padded to " + paddedN + ", tile " + tileRows + "x" + tileCols
-        + ", D=" + dim + ", " + channelsPerRank + " channels per rank)";
+        + ", D=" + dim + (hidden == dim ? "" : ", H=" + hidden) + ", " + channelsPerRank + " channels per rank)";
   }
 }

@@ -50,7 +50,7 @@ public final class SimulatedCp implements AutoCloseable {
   public PairTensor forward(PairTensor x, List<LayerStack> perRank) {
     checkSameWeights(perRank, grid);
     CpuTriMul.validate(x, perRank.get(0).dim());
-    ShardLayout layout = new ShardLayout(grid, x.n(), x.dim());
+    ShardLayout layout = new ShardLayout(grid, x.n(), x.dim(), perRank.get(0).hidden());
     PairTensor[] tiles = Sharding.shard(x, layout);
     LocalExchange exchange = new LocalExchange(grid.size(), EXCHANGE_TIMEOUT_MS);
     List<Future<PairTensor>> results = new ArrayList<>();

@@ -76,30 +76,31 @@ public final class CpuTriMul implements TriMulBackend {
     PreparedLayer l = new PreparedLayer(layer);
     int n = x.n();
     int d = l.dim;
+    int h = l.hidden;
     // The output rows are allocated by the threads that write them, just before (the JVM's
     // zeroing then runs in parallel and leaves the row in that core's cache).
     short[][] outRows = new short[x.batch() * n][];
-    int chunk = channelChunk(n, d, parallel.threads());
-    Buffers buf = takeBuffers(n, d, chunk);
+    int chunk = channelChunk(n, h, parallel.threads());
+    Buffers buf = takeBuffers(n, h, chunk);
     float[][] z = buf.z;
     float[][] a = buf.a;
     float[][] bm = buf.b;
     boolean outgoing = l.direction == Direction.OUTGOING;
     for (int b = 0; b < x.batch(); b++) {
       final int batch = b;
-      for (int c0 = 0; c0 < d; c0 += chunk) {
+      for (int c0 = 0; c0 < h; c0 += chunk) {
         final int lo = c0;
-        final int hi = Math.min(d, c0 + chunk);
+        final int hi = Math.min(h, c0 + chunk);
         Stages.ProjectionSink sink = rowMajorSink(a, bm, hi - lo, n);
         parallel.forEach(n, i -> Stages.projectRow(x, batch, i, l, lo, hi,
-            Stages.Scratch.local(n, d, hi - lo), kernels, sink));
+            Stages.Scratch.local(n, d, h, hi - lo), kernels, sink));
         // Outgoing Z_c = A_c B_c^T; incoming Z_c = A_c^T B_c, read transposed in place.
         parallel.forEach(hi - lo, q -> kernels.gemm(!outgoing, outgoing, n, n, n, a[q], 0, n, bm[q], 0, n,
             z[lo + q], 0, n, false));
       }
       parallel.forEach(n, i -> {
-        Stages.Scratch s = Stages.Scratch.local(n, d, Math.min(d, chunk));
-        gatherRow(z, i, n, d, s.zt);
+        Stages.Scratch s = Stages.Scratch.local(n, d, h, Math.min(h, chunk));
+        gatherRow(z, i, n, h, s.zt);
         short[] row = new short[n * d];
         Stages.outputRow(x, batch, i, l, s.zt, s, kernels, row);
         outRows[batch * n + i] = row;
@@ -138,7 +139,7 @@ public final class CpuTriMul implements TriMulBackend {
   }
 
   /**
-   * The per-channel matrices of one forward (z for all D channels, a and b for one chunk), kept
+   * The per-channel matrices of one forward (z for all H channels, a and b for one chunk), kept
    * for the next forward of the same sizes: allocating them anew each time (hundreds of MiB at
    * N = 512) made every young collection copy them, pauses of 100 ms and more.
    */

@@ -12,6 +12,8 @@ import org.foldcp.ops.layer.TriMulLayer;
  */
 public final class PreparedLayer {
   final int dim;
+  /** The hidden width H: channels of a, b, z and LN_out. */
+  final int hidden;
   final Direction direction;
   final boolean residual;
   final float eps;
@@ -20,13 +22,13 @@ public final class PreparedLayer {
   final float[] normOutW;
   final float[] normOutB;
   /**
-   * The input projections, 4D x D: row 4c + r is, for r = 0..3, p_in row c (p of a), g_in row c
-   * (g of a), p_in row D + c (p of b), g_in row D + c (g of b).
+   * The input projections, 4H x D: row 4c + r is, for r = 0..3, p_in row c (p of a), g_in row c
+   * (g of a), p_in row H + c (p of b), g_in row H + c (g of b).
    */
   final float[] inW;
-  /** Their biases in the same order (4D values). */
+  /** Their biases in the same order (4H values). */
   final float[] inB;
-  /** p_out and g_out, D x D, row c = output channel c. */
+  /** p_out, D x H, and g_out, D x D; row c = output channel c. */
   final float[] pOut;
   final float[] gOut;
   final float[] pOutB;
@@ -35,6 +37,7 @@ public final class PreparedLayer {
   public PreparedLayer(TriMulLayer layer) {
     LayerWeights w = layer.weights();
     dim = w.dim();
+    hidden = w.hidden();
     direction = layer.direction();
     residual = layer.spec().residual();
     eps = layer.spec().eps();
@@ -44,12 +47,12 @@ public final class PreparedLayer {
     normOutB = w.get(LayerWeights.NORM_OUT_B);
     float[] pIn = w.get(LayerWeights.P_IN_W);
     float[] gIn = w.get(LayerWeights.G_IN_W);
-    float[] pInB = orZeros(w.bias(LayerWeights.P_IN_B), 2 * dim);
-    float[] gInB = orZeros(w.bias(LayerWeights.G_IN_B), 2 * dim);
-    inW = new float[4 * dim * dim];
-    inB = new float[4 * dim];
-    for (int c = 0; c < dim; c++) {
-      int[] src = {c, c, dim + c, dim + c};
+    float[] pInB = orZeros(w.bias(LayerWeights.P_IN_B), 2 * hidden);
+    float[] gInB = orZeros(w.bias(LayerWeights.G_IN_B), 2 * hidden);
+    inW = new float[4 * hidden * dim];
+    inB = new float[4 * hidden];
+    for (int c = 0; c < hidden; c++) {
+      int[] src = {c, c, hidden + c, hidden + c};
       for (int r = 0; r < 4; r++) {
         float[] from = r % 2 == 0 ? pIn : gIn;
         System.arraycopy(from, src[r] * dim, inW, (4 * c + r) * dim, dim);
@@ -64,6 +67,10 @@ public final class PreparedLayer {
 
   public int dim() {
     return dim;
+  }
+
+  public int hidden() {
+    return hidden;
   }
 
   public Direction direction() {

@@ -16,7 +16,7 @@ public final class Stages {
   public interface ProjectionSink {
     /**
      * @param localRow row of the tile (0-based)
-     * @param c0 first channel of the range (absolute, 0..D-1)
+     * @param c0 first channel of the range (absolute, 0..H-1)
      * @param a a[(c - c0) * cols + j] for the tile's columns j
      * @param b b[(c - c0) * cols + j]
      * @param cols the tile's columns
@@ -24,7 +24,7 @@ public final class Stages {
     void accept(int localRow, int c0, float[] a, float[] b, int cols);
   }
 
-  /** Scratch buffers of one thread, sized for (cols, D, channel range); all flat row-major. */
+  /** Scratch buffers of one thread, sized for (cols, D, H, channel range); all flat row-major. */
   public static final class Scratch {
     /** LN_in of a row's tokens, [j][c]. */
     final float[] xn;
@@ -33,38 +33,40 @@ public final class Stages {
     /** Gated a and b of a row, [q][j]. */
     final float[] a;
     final float[] b;
-    /** LN_out, p_out and g_out results of a row, [j][c]. */
+    /** LN_out ([j][c], H channels), p_out and g_out results ([j][c], D channels) of a row. */
     final float[] lz;
     final float[] po;
     final float[] go;
-    /** z of one row, token-major: zt[j * D + c], filled by whoever brings z (local gather or reshard). */
+    /** z of one row, token-major: zt[j * H + c], filled by whoever brings z (local gather or reshard). */
     public final float[] zt;
     private final int cols;
     private final int dim;
+    private final int hidden;
     private final int channels;
 
     private static final ThreadLocal<Scratch> PER_THREAD = new ThreadLocal<>();
 
     /** This thread's scratch for the given sizes, reallocated only when the sizes change. */
-    public static Scratch local(int cols, int dim, int channels) {
+    public static Scratch local(int cols, int dim, int hidden, int channels) {
       Scratch s = PER_THREAD.get();
-      if (s == null || s.cols != cols || s.dim != dim || s.channels != channels) {
-        s = new Scratch(cols, dim, channels);
+      if (s == null || s.cols != cols || s.dim != dim || s.hidden != hidden || s.channels != channels) {
+        s = new Scratch(cols, dim, hidden, channels);
         PER_THREAD.set(s);
       }
       return s;
     }
 
-    public Scratch(int cols, int dim, int channels) {
+    public Scratch(int cols, int dim, int hidden, int channels) {
       this.cols = cols;
       this.dim = dim;
+      this.hidden = hidden;
       this.channels = channels;
-      zt = new float[cols * dim];
+      zt = new float[cols * hidden];
       xn = new float[cols * dim];
       proj = new float[4 * channels * cols];
       a = new float[channels * cols];
       b = new float[channels * cols];
-      lz = new float[cols * dim];
+      lz = new float[cols * hidden];
       po = new float[cols * dim];
       go = new float[cols * dim];
     }
@@ -72,7 +74,7 @@ public final class Stages {
 
   /**
    * LN_in, projection and gating of row {@code i} of batch {@code b} of {@code x}, for channels
-   * [c0, c1): a = sigmoid(xn g_in^T) * (xn p_in^T) * m, and the same for b with rows D + c.
+   * [c0, c1) of H: a = sigmoid(xn g_in^T) * (xn p_in^T) * m, and the same for b with rows H + c.
    */
   public static void projectRow(PairTensor x, int b, int i, PreparedLayer l, int c0, int c1,
                                 Scratch s, CpuKernels k, ProjectionSink sink) {
@@ -89,7 +91,7 @@ public final class Stages {
   }
 
   /**
-   * LN_out, output projection, gate and residual for row {@code i}: z[j * D + c] holds the
+   * LN_out, output projection, gate and residual for row {@code i}: z[j * H + c] holds the
    * triangle product of the row's tokens (token-major); the bf16 result goes to row i of
    * {@code out}.
    */
@@ -103,10 +105,11 @@ public final class Stages {
                                short[] outRow) {
     int cols = x.cols();
     int d = l.dim;
+    int h = l.hidden;
     short[] xRow = x.row(b, i);
-    k.layerNorm(z, cols, d, l.normOutW, l.normOutB, l.eps, s.lz);
+    k.layerNorm(z, cols, h, l.normOutW, l.normOutB, l.eps, s.lz);
     k.layerNormBf16(xRow, 0, cols, d, l.normInW, l.normInB, l.eps, s.xn);
-    k.gemm(false, true, cols, d, d, s.lz, 0, d, l.pOut, 0, d, s.po, 0, d, false);
+    k.gemm(false, true, cols, d, h, s.lz, 0, h, l.pOut, 0, h, s.po, 0, d, false);
     k.gemm(false, true, cols, d, d, s.xn, 0, d, l.gOut, 0, d, s.go, 0, d, false);
     k.gateOutput(s.po, s.go, cols, d, l.pOutB, l.gOutB, xRow, 0, l.residual, outRow, 0);
   }

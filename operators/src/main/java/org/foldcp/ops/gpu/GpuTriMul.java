@@ -193,6 +193,7 @@ public final class GpuTriMul implements TriMulBackend {
     Objects.requireNonNull(x, "x");
     for (TriMulLayer l : stack) {
       CpuTriMul.validate(x, l);
+      NativeTriMul.requireKernelsFor(l);
     }
     final int b = x.batch();
     final int n = x.n();

@@ -1,5 +1,7 @@
 package org.foldcp.ops.gpu;
 
+import org.foldcp.ops.InvalidInputException;
+
 import org.foldcp.ops.layer.Direction;
 import org.foldcp.ops.layer.LayerWeights;
 import org.foldcp.ops.layer.TriMulLayer;
@@ -99,11 +101,23 @@ public final class NativeTriMul {
   public static native void nonFiniteScan(long x, long count, long result, long stream);
 
   /**
+   * Refuses a layer whose hidden width H differs from its pair width D: the GPU kernels run the
+   * triangle product over D channels so far (the CPU backend and its CP routes take any H).
+   * Every GPU path calls it before it uploads anything.
+   */
+  public static void requireKernelsFor(TriMulLayer layer) {
+    InvalidInputException.require(layer.hidden() == layer.dim(), "H of the layer", layer.hidden(),
+        "must equal its D = " + layer.dim() + " on the GPU: the GPU kernels take H = D so far; a layer with its own"
+            + " hidden width runs on the CPU backend (spark.foldcp.route = cpu, or the CPU CP routes)");
+  }
+
+  /**
    * Creates the native layer of {@code layer} (loads the library first): the one layer type of
    * both routes, since the CP library's plans take these handles too (it links against this
    * library).
    */
   public static long createLayer(TriMulLayer layer) {
+    requireKernelsFor(layer);
     ensureLoaded();
     LayerWeights w = layer.weights();
     return createLayer(w.dim(), layer.direction() == Direction.OUTGOING ? OUTGOING : INCOMING,

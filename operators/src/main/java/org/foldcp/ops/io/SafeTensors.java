@@ -18,6 +18,7 @@ import java.util.TreeSet;
 import org.foldcp.ops.EditDistance;
 import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.layer.LayerWeights;
+import org.foldcp.ops.layer.OpenFoldNames;
 import org.foldcp.ops.layer.WeightTensor;
 
 /**
@@ -262,16 +263,22 @@ public final class SafeTensors {
   }
 
   private static boolean isLayerWeight(String name) {
-    return LayerWeights.REQUIRED.contains(name) || LayerWeights.OPTIONAL.contains(name);
+    return LayerWeights.REQUIRED.contains(name) || LayerWeights.OPTIONAL.contains(name)
+        || OpenFoldNames.isOpenFoldName(name);
   }
 
-  /** The prefixes of the layers in the file: whatever precedes each "norm_in.weight" key. */
+  /**
+   * The prefixes of the layers in the file: whatever precedes each "norm_in.weight" key (or
+   * OpenFold's "layer_norm_in.weight").
+   */
   private static List<String> layerPrefixes(SafeTensorsHeader h) {
     TreeSet<String> out = new TreeSet<>();
-    String anchor = LayerWeights.NORM_IN_W;
-    for (String key : h.entries.keySet()) {
-      if (key.equals(anchor) || key.endsWith("." + anchor)) {
-        out.add(key.substring(0, key.length() - anchor.length()));
+    for (String anchor : List.of(LayerWeights.NORM_IN_W, OpenFoldNames.NORM_IN_W)) {
+      for (String key : h.entries.keySet()) {
+        // "layer_norm_in.weight" ends with "norm_in.weight" too: only a whole name after a dot counts
+        if (key.equals(anchor) || key.endsWith("." + anchor)) {
+          out.add(key.substring(0, key.length() - anchor.length()));
+        }
       }
     }
     return new ArrayList<>(out);

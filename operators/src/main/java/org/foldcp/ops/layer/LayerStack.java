@@ -9,7 +9,10 @@ import java.util.Collections;
 import java.util.List;
 import org.foldcp.ops.InvalidInputException;
 
-/** Several TriMul layers applied in order to the same pair tensor; all share D. */
+/**
+ * Several TriMul layers applied in order to the same pair tensor; all share D and the hidden
+ * width H (as every triangle layer of a model does), so that one CP channel split serves the stack.
+ */
 public final class LayerStack implements Serializable {
   private static final long serialVersionUID = 1L;
 
@@ -19,9 +22,12 @@ public final class LayerStack implements Serializable {
     InvalidInputException.require(layers != null && !layers.isEmpty(), "layer count",
         layers == null ? "null" : layers.size(), "a layer stack needs at least one layer");
     int d = layers.get(0).dim();
+    int h = layers.get(0).hidden();
     for (int l = 1; l < layers.size(); l++) {
       InvalidInputException.require(layers.get(l).dim() == d, "D of layer " + l, layers.get(l).dim(),
           "every layer of a stack must have the D of layer 0 (" + d + ")");
+      InvalidInputException.require(layers.get(l).hidden() == h, "H of layer " + l, layers.get(l).hidden(),
+          "every layer of a stack must have the hidden width H of layer 0 (" + h + ")");
     }
     this.layers = Collections.unmodifiableList(new ArrayList<>(layers));
   }
@@ -35,10 +41,15 @@ public final class LayerStack implements Serializable {
    * as in a Pairformer block; deterministic in {@code seed}.
    */
   public static LayerStack randomAlternating(int count, int d, long seed, boolean withBiases) {
+    return randomAlternating(count, d, d, seed, withBiases);
+  }
+
+  /** As {@link #randomAlternating(int, int, long, boolean)}, with hidden width {@code h}. */
+  public static LayerStack randomAlternating(int count, int d, int h, long seed, boolean withBiases) {
     List<TriMulLayer> ls = new ArrayList<>();
     for (int l = 0; l < count; l++) {
       Direction dir = l % 2 == 0 ? Direction.OUTGOING : Direction.INCOMING;
-      ls.add(new TriMulLayer(TriMulSpec.of(dir, true), LayerWeights.random(d, seed + 7919L * l, withBiases)));
+      ls.add(new TriMulLayer(TriMulSpec.of(dir, true), LayerWeights.random(d, h, seed + 7919L * l, withBiases)));
     }
     return new LayerStack(ls);
   }
@@ -48,6 +59,9 @@ public final class LayerStack implements Serializable {
   public int size() { return layers.size(); }
 
   public int dim() { return layers.get(0).dim(); }
+
+  /** The hidden width H of every layer. */
+  public int hidden() { return layers.get(0).hidden(); }
 
   public TriMulLayer get(int i) { return layers.get(i); }
 

@@ -17,7 +17,12 @@ import org.foldcp.ops.InvalidInputException;
  * The weights of one TriMul layer under their PyTorch state-dict names (docs/design.md section 1),
  * held as float32 row-major (out_features x in_features), exactly as nn.Linear stores them.
  *
- * <p>Construction checks every name and shape against D, so a layer that exists is a layer
+ * <p>Two widths: the pair width D (the pair tensor's channels: norm_in, g_out, the output) and
+ * the hidden width H (the channels of a, b and the triangle product: p_in and g_in map D -> 2H,
+ * norm_out has H values, p_out maps H -> D). The shapes decide both: D from norm_in.weight, H
+ * from p_in.weight's rows / 2. Boltz and AlphaFold3 use H = D; OpenFold's c_hidden may differ.
+ *
+ * <p>Construction checks every name and shape against D and H, so a layer that exists is a layer
  * that can run. The digest identifies the values bit for bit; CP ranks compare digests at
  * construction so that no rank silently computes with different weights.
  */
@@ -44,25 +49,36 @@ public final class LayerWeights implements Serializable {
   public static final List<String> OPTIONAL = List.of(P_IN_B, G_IN_B, P_OUT_B, G_OUT_B);
 
   private final int dim;
+  private final int hidden;
   private final Map<String, float[]> values; // name -> values, REQUIRED then present OPTIONAL
   private final String digest;
 
-  private LayerWeights(int dim, Map<String, float[]> values) {
+  private LayerWeights(int dim, int hidden, Map<String, float[]> values) {
     this.dim = dim;
+    this.hidden = hidden;
     this.values = values;
-    this.digest = computeDigest(dim, values);
+    this.digest = computeDigest(dim, hidden, values);
   }
 
-  /** The expected shape of {@code name} for pair dimension D. */
+  /** The expected shape of {@code name} for pair width D = hidden width H. */
   public static long[] expectedShape(String name, int d) {
+    return expectedShape(name, d, d);
+  }
+
+  /** The expected shape of {@code name} for pair width D and hidden width H. */
+  public static long[] expectedShape(String name, int d, int h) {
     switch (name) {
-      case NORM_IN_W: case NORM_IN_B: case NORM_OUT_W: case NORM_OUT_B: case P_OUT_B: case G_OUT_B:
+      case NORM_IN_W: case NORM_IN_B: case P_OUT_B: case G_OUT_B:
         return new long[] {d};
+      case NORM_OUT_W: case NORM_OUT_B:
+        return new long[] {h};
       case P_IN_B: case G_IN_B:
-        return new long[] {2L * d};
+        return new long[] {2L * h};
       case P_IN_W: case G_IN_W:
-        return new long[] {2L * d, d};
-      case P_OUT_W: case G_OUT_W:
+        return new long[] {2L * h, d};
+      case P_OUT_W:
+        return new long[] {d, h};
+      case G_OUT_W:
         return new long[] {d, d};
       default:
         throw new IllegalArgumentException("not a TriMul weight name: " + name);
@@ -70,13 +86,15 @@ public final class LayerWeights implements Serializable {
   }
 
   /**
-   * Builds and validates a layer from tensors keyed by their names without prefix.
+   * Builds and validates a layer from tensors keyed by their names without prefix: ours, or
+   * OpenFold's ({@link OpenFoldNames}).
    *
    * @param keyPrefix prefix the names had in their file, used only in error messages
    * @param expectedDim the pair dimension D the caller needs, or -1 to take it from norm_in.weight
    */
-  public static LayerWeights fromTensors(Map<String, WeightTensor> tensors, String keyPrefix, int expectedDim) {
+  public static LayerWeights fromTensors(Map<String, WeightTensor> given, String keyPrefix, int expectedDim) {
     String prefix = keyPrefix == null ? "" : keyPrefix;
+    Map<String, WeightTensor> tensors = OpenFoldNames.toOurs(given, prefix);
     WeightTensor normIn = tensors.get(NORM_IN_W);
     if (normIn == null) {
       throw missing(prefix, NORM_IN_W, tensors);
@@ -89,18 +107,27 @@ public final class LayerWeights implements Serializable {
       InvalidInputException.require(d == expectedDim, "D of '" + prefix + NORM_IN_W + "'", d,
           "must equal the pair tensor's channel count D = " + expectedDim);
     }
+    WeightTensor pIn = tensors.get(P_IN_W);
+    if (pIn == null) {
+      throw missing(prefix, P_IN_W, tensors);
+    }
+    long[] ps = pIn.shape();
+    InvalidInputException.require(ps.length == 2 && ps[0] >= 2 && ps[0] % 2 == 0 && ps[1] == d,
+        "shape of '" + prefix + P_IN_W + "'", pIn.shapeString(),
+        "must be [2H, D] with D = " + d + " (from " + NORM_IN_W + "): the projections of a and b, H rows each");
+    int h = (int) (ps[0] / 2);
     Map<String, float[]> vals = new LinkedHashMap<>();
     for (String name : REQUIRED) {
       WeightTensor t = tensors.get(name);
       if (t == null) {
         throw missing(prefix, name, tensors);
       }
-      vals.put(name, checked(prefix, name, t, d));
+      vals.put(name, checked(prefix, name, t, d, h));
     }
     for (String name : OPTIONAL) {
       WeightTensor t = tensors.get(name);
       if (t != null) {
-        vals.put(name, checked(prefix, name, t, d));
+        vals.put(name, checked(prefix, name, t, d, h));
       }
     }
     TreeSet<String> unknown = new TreeSet<>(tensors.keySet());
@@ -111,7 +138,7 @@ public final class LayerWeights implements Serializable {
           "a TriMul layer has only " + REQUIRED + " and the optional biases " + OPTIONAL
               + " under its prefix '" + prefix + "'");
     }
-    return new LayerWeights(d, vals);
+    return new LayerWeights(d, h, vals);
   }
 
   private static InvalidInputException missing(String prefix, String name, Map<String, WeightTensor> present) {
@@ -120,10 +147,10 @@ public final class LayerWeights implements Serializable {
   }
 
   /** Checks shape and values under the map key {@code name}; returns a private copy (the digest must stay true). */
-  private static float[] checked(String prefix, String name, WeightTensor t, int d) {
-    long[] want = expectedShape(name, d);
+  private static float[] checked(String prefix, String name, WeightTensor t, int d, int h) {
+    long[] want = expectedShape(name, d, h);
     InvalidInputException.require(t.hasShape(want), "shape of '" + prefix + name + "'", t.shapeString(),
-        "must be " + Arrays.toString(want) + " for D = " + d);
+        "must be " + Arrays.toString(want) + " for D = " + d + ", H = " + h + " (H from " + P_IN_W + ")");
     for (float v : t.values()) {
       if (!Float.isFinite(v)) {
         throw InvalidInputException.of("a value of '" + prefix + name + "'", v, "weights must be finite");
@@ -137,7 +164,13 @@ public final class LayerWeights implements Serializable {
    * weight near 1 and bias near 0, so that outputs have realistic magnitudes.
    */
   public static LayerWeights random(int d, long seed, boolean withBiases) {
+    return random(d, d, seed, withBiases);
+  }
+
+  /** As {@link #random(int, long, boolean)}, with hidden width {@code h}. */
+  public static LayerWeights random(int d, int h, long seed, boolean withBiases) {
     InvalidInputException.require(d >= 1, "D", d, "the pair channel count must be >= 1");
+    InvalidInputException.require(h >= 1, "H", h, "the hidden channel count must be >= 1");
     SplittableRandom rng = new SplittableRandom(seed);
     Map<String, WeightTensor> t = new LinkedHashMap<>();
     List<String> names = new ArrayList<>(REQUIRED);
@@ -145,11 +178,11 @@ public final class LayerWeights implements Serializable {
       names.addAll(OPTIONAL);
     }
     for (String name : names) {
-      long[] shape = expectedShape(name, d);
+      long[] shape = expectedShape(name, d, h);
       int count = (int) (shape.length == 1 ? shape[0] : shape[0] * shape[1]);
       float[] v = new float[count];
       boolean norm = name.startsWith("norm_");
-      double bound = 1.0 / Math.sqrt(d);
+      double bound = 1.0 / Math.sqrt(shape.length == 2 ? shape[1] : d);
       for (int q = 0; q < count; q++) {
         double u = rng.nextDouble() * 2 - 1;
         if (norm) {
@@ -164,6 +197,9 @@ public final class LayerWeights implements Serializable {
   }
 
   public int dim() { return dim; }
+
+  /** The hidden width H: channels of a, b and the triangle product. */
+  public int hidden() { return hidden; }
 
   /** The values of {@code name}; live storage shared with the digest: never modify. */
   public float[] get(String name) {
@@ -185,17 +221,18 @@ public final class LayerWeights implements Serializable {
   /** Tensors under their names (for writing a layer back to a file). */
   public Map<String, WeightTensor> tensors() {
     Map<String, WeightTensor> out = new LinkedHashMap<>();
-    values.forEach((k, v) -> out.put(k, new WeightTensor(k, expectedShape(k, dim), v.clone())));
+    values.forEach((k, v) -> out.put(k, new WeightTensor(k, expectedShape(k, dim, hidden), v.clone())));
     return out;
   }
 
-  /** SHA-256 over D, names and the float bits: equal digests mean bit-identical layers. */
+  /** SHA-256 over D (and H where it differs), names and the float bits: equal digests mean bit-identical layers. */
   public String digest() { return digest; }
 
-  private static String computeDigest(int dim, Map<String, float[]> values) {
+  private static String computeDigest(int dim, int hidden, Map<String, float[]> values) {
     try {
       MessageDigest md = MessageDigest.getInstance("SHA-256");
-      md.update(Integer.toString(dim).getBytes(StandardCharsets.UTF_8));
+      // H joins only where it differs from D, so the digests of H = D layers stay what they were
+      md.update((Integer.toString(dim) + (hidden == dim ? "" : "/" + hidden)).getBytes(StandardCharsets.UTF_8));
       byte[] buf = new byte[4];
       for (Map.Entry<String, float[]> e : values.entrySet()) {
         md.update(e.getKey().getBytes(StandardCharsets.UTF_8));
@@ -220,7 +257,7 @@ public final class LayerWeights implements Serializable {
 
   @Override
   public String toString() {
-    return "LayerWeights(D=" + dim + ", biases=" + values.keySet().stream().filter(OPTIONAL::contains).count()
+    return "LayerWeights(D=" + dim + (hidden == dim ? "" : ", H=" + hidden) + ", biases=" + values.keySet().stream().filter(OPTIONAL::contains).count()
         + ", digest=" + digest.substring(0, 12) + ")";
   }
 }

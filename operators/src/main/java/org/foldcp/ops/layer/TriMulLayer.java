@@ -23,6 +23,9 @@ public final class TriMulLayer implements Serializable {
 
   public int dim() { return weights.dim(); }
 
+  /** The hidden width H (channels of a, b and the triangle product); equal to D in Boltz and AlphaFold3. */
+  public int hidden() { return weights.hidden(); }
+
   /**
    * What makes two layers compute the same thing: the weights' digest and the spec (direction,
    * residual, eps). Layers of equal identity share one native layer on a device and count as the

@@ -58,6 +58,42 @@ class SimulatedCpTest {
     Tensors.assertWithinContract(sharded, Reference64.forward(x, stack), "grid " + grid);
   }
 
+  /**
+   * A hidden width of its own: the ranks split H, not D, between them. D = 40 does not divide by
+   * 3 or 6; H = 24 divides by every cp of the grids, and only H must.
+   */
+  @ParameterizedTest(name = "grid {0}")
+  @MethodSource("grids")
+  void aHiddenWidthOfItsOwnIsSplitOverTheRanksBitForBit(CpGrid grid) {
+    int n = 11;
+    int d = 40;
+    int h = 24;
+    PairTensor x = PairTensor.random(1, n, d, 15 + grid.size(), 0.15);
+    LayerStack stack = LayerStack.randomAlternating(2, d, h, 21, true);
+    PairTensor single;
+    try (CpuTriMul cpu = new CpuTriMul(2)) {
+      single = cpu.forward(x, stack);
+    }
+    try (SimulatedCp cp = new SimulatedCp(grid, 2)) {
+      PairTensor sharded = cp.forward(x, stack);
+      assertTrue(sharded.sameAs(single), "grid " + grid + " must reproduce the cp = 1 result bit for bit at H != D");
+      // what crosses ranks is a, b (H channels each) and z (H channels), never D
+      long padded = (long) new ShardLayout(grid, n, d, h).paddedN() * new ShardLayout(grid, n, d, h).paddedN();
+      assertTrue(cp.channelToTokenBytes() <= 2 * padded * h * Float.BYTES, "z moves H channels per token");
+    }
+  }
+
+  @Test
+  void aHiddenWidthNotDivisibleByCpIsNamed() {
+    PairTensor x = PairTensor.random(1, 8, 32, 1, 0);
+    LayerStack stack = LayerStack.randomAlternating(1, 32, 20, 3, false);
+    try (SimulatedCp cp = new SimulatedCp(CpGrid.oneD(8), 1)) {
+      InvalidInputException e = assertThrows(InvalidInputException.class, () -> cp.forward(x, stack));
+      assertTrue(e.getMessage().contains("H") && e.getMessage().contains("20") && e.getMessage().contains("cp = 8"),
+          e.getMessage());
+    }
+  }
+
   @Test
   void withoutMaskAndDivisibleN() {
     int n = 16;

@@ -78,6 +78,32 @@ class CpuTriMulTest {
     assertTrue(out.sameAs(out) && (mask == out.hasMask()), "the output carries the input mask");
   }
 
+  /**
+   * A hidden width H of its own (OpenFold's c_hidden): wider and narrower than D, odd, with mask,
+   * biases and batch, both directions, a stack of two; H = D gives the bits of the square layer.
+   */
+  @Test
+  void hiddenWidthOfItsOwnMatchesFloat64() {
+    int[][] dh = {{48, 32}, {32, 64}, {24, 13}, {16, 40}};
+    for (int[] s : dh) {
+      for (Direction dir : Direction.values()) {
+        PairTensor x = PairTensor.random(2, 19, s[0], 70 + s[1], 0.2);
+        TriMulLayer layer = new TriMulLayer(TriMulSpec.of(dir, true), LayerWeights.random(s[0], s[1], 80 + s[1], true));
+        assertEquals(s[1], layer.hidden());
+        PairTensor out = cpu.forward(x, layer);
+        assertEquals(x.shapeString(), out.shapeString(), "the output has the input's D, whatever H");
+        Tensors.assertWithinContract(out, Reference64.forward(x, layer), dir + " D=" + s[0] + " H=" + s[1]);
+      }
+    }
+    PairTensor x = PairTensor.random(1, 23, 48, 5, 0.1);
+    LayerStack stack = LayerStack.randomAlternating(2, 48, 32, 9, false);
+    Tensors.assertWithinContract(cpu.forward(x, stack), Reference64.forward(x, stack), "stack D=48 H=32");
+    TriMulLayer square = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(48, 48, 3, true));
+    TriMulLayer same = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(48, 3, true));
+    assertEquals(same.weights().digest(), square.weights().digest(), "H = D is the square layer");
+    assertTrue(cpu.forward(x, square).sameAs(cpu.forward(x, same)));
+  }
+
   /** D not a multiple of 8 (the LayerNorm sums' and the sigmoid's tails) nor of the GEMM tile. */
   @Test
   void oddChannelCount() {

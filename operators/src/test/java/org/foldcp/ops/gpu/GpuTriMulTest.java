@@ -267,6 +267,10 @@ class GpuTriMulTest {
     TriMulLayer l64 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(64, 2, false));
     InvalidInputException dm = assertThrows(InvalidInputException.class, () -> gpu.forward(x, l64));
     assertTrue(dm.getMessage().contains("D of the pair tensor = 32"), dm.getMessage());
+    // a hidden width of its own: the GPU kernels take H = D so far, and say where such a layer runs
+    TriMulLayer h64 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(32, 64, 2, false));
+    InvalidInputException hd = assertThrows(InvalidInputException.class, () -> gpu.forward(x, h64));
+    assertTrue(hd.getMessage().contains("H of the layer = 64") && hd.getMessage().contains("CPU"), hd.getMessage());
     assertEquals(before.uploads(), gpu.stats().uploads(), "nothing was uploaded");
   }
 

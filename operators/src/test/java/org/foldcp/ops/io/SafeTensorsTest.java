@@ -18,6 +18,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiConsumer;
 import org.foldcp.ops.layer.LayerWeights;
 import org.foldcp.ops.layer.WeightTensor;
 import org.foldcp.ops.tensor.Bf16;
@@ -446,7 +447,9 @@ class SafeTensorsTest {
     t.put(OUT + "p_in.weight", new WeightTensor("p_in.weight", new long[] {d, d}, new float[d * d]));
     Path f = write(t);
     String msg = message(() -> SafeTensors.readLayer(f, OUT, d));
-    assertTrue(msg.contains(OUT + "p_in.weight") && msg.contains("= [128, 128]") && msg.contains("[256, 128]"), msg);
+    // p_in.weight [128, 128] reads as H = 64: g_in.weight, still [256, 128], is the one that disagrees
+    assertTrue(msg.contains(OUT + "g_in.weight") && msg.contains("= [256, 128]") && msg.contains("[128, 128]")
+        && msg.contains("H = 64 (H from p_in.weight)"), msg);
   }
 
   @Test
@@ -464,6 +467,84 @@ class SafeTensorsTest {
     String msg = message(() -> SafeTensors.readLayer(f, OUT, 4));
     assertTrue(msg.contains("'" + OUT + "extra.weight'") && msg.contains("unexpected"), msg);
     assertFalse(msg.contains("missing"), msg);
+  }
+
+  // ---- OpenFold's names (TriangleMultiplicativeUpdate(c_z, c_hidden) and its fused variant) ----
+
+  /** OpenFold's tensors of layer w under {@code prefix}: split a/b projections, or fused linear_ab_*. */
+  private static Map<String, WeightTensor> openFold(String prefix, LayerWeights w, boolean fused) {
+    int h = w.hidden();
+    int d = w.dim();
+    Map<String, WeightTensor> t = new LinkedHashMap<>();
+    BiConsumer<String, String> same = (of, ours) -> {
+      if (w.has(ours)) {
+        t.put(prefix + of, new WeightTensor(of, w.tensors().get(ours).shape(), w.get(ours)));
+      }
+    };
+    same.accept("layer_norm_in.weight", LayerWeights.NORM_IN_W);
+    same.accept("layer_norm_in.bias", LayerWeights.NORM_IN_B);
+    same.accept("layer_norm_out.weight", LayerWeights.NORM_OUT_W);
+    same.accept("layer_norm_out.bias", LayerWeights.NORM_OUT_B);
+    same.accept("linear_z.weight", LayerWeights.P_OUT_W);
+    same.accept("linear_z.bias", LayerWeights.P_OUT_B);
+    same.accept("linear_g.weight", LayerWeights.G_OUT_W);
+    same.accept("linear_g.bias", LayerWeights.G_OUT_B);
+    if (fused) {
+      same.accept("linear_ab_p.weight", LayerWeights.P_IN_W);
+      same.accept("linear_ab_g.weight", LayerWeights.G_IN_W);
+      same.accept("linear_ab_p.bias", LayerWeights.P_IN_B);
+      same.accept("linear_ab_g.bias", LayerWeights.G_IN_B);
+    } else {
+      for (String[] pg : new String[][] {{"p", LayerWeights.P_IN_W, LayerWeights.P_IN_B}, {"g", LayerWeights.G_IN_W,
+          LayerWeights.G_IN_B}}) {
+        float[] wv = w.get(pg[1]);
+        t.put(prefix + "linear_a_" + pg[0] + ".weight", new WeightTensor("a", new long[] {h, d},
+            Arrays.copyOfRange(wv, 0, h * d)));
+        t.put(prefix + "linear_b_" + pg[0] + ".weight", new WeightTensor("b", new long[] {h, d},
+            Arrays.copyOfRange(wv, h * d, 2 * h * d)));
+        if (w.has(pg[2])) {
+          float[] bv = w.get(pg[2]);
+          t.put(prefix + "linear_a_" + pg[0] + ".bias", new WeightTensor("a", new long[] {h}, Arrays.copyOfRange(bv, 0, h)));
+          t.put(prefix + "linear_b_" + pg[0] + ".bias", new WeightTensor("b", new long[] {h},
+              Arrays.copyOfRange(bv, h, 2 * h)));
+        }
+      }
+    }
+    return t;
+  }
+
+  @ParameterizedTest
+  @ValueSource(booleans = {false, true})
+  void openFoldNamesLoadAsTheSameLayerWithTheirHiddenWidth(boolean fused) {
+    String prefix = "model.evoformer.blocks.3.pair_stack.tri_mul_out.";
+    LayerWeights w = LayerWeights.random(48, 32, 17L, true);
+    Path f = dir.resolve("openfold_" + fused + ".safetensors");
+    Map<String, WeightTensor> t = openFold(prefix, w, fused);
+    t.putAll(openFold("model.evoformer.blocks.3.pair_stack.tri_mul_in.", LayerWeights.random(48, 32, 18L, false), fused));
+    SafeTensors.write(f, t, "F32", null);
+    LayerWeights read = SafeTensors.readLayer(f, prefix, 48);
+    assertEquals(32, read.hidden());
+    assertEquals(w.digest(), read.digest(), "the same values in our layout: a rows before b rows");
+    // the prefix above both layers is named with OpenFold's layers as the choices
+    String msg = message(() -> SafeTensors.readLayer(f, "model.evoformer.blocks.3.pair_stack.", 48));
+    assertTrue(msg.contains("tri_mul_in.") && msg.contains("tri_mul_out."), msg);
+  }
+
+  @Test
+  void openFoldNamesMixedWithOursOrHalfAPairAreNamed() {
+    LayerWeights w = LayerWeights.random(16, 8, 19L, false);
+    Map<String, WeightTensor> t = openFold(OUT, w, false);
+    t.put(OUT + "norm_in.bias", new WeightTensor("norm_in.bias", new long[] {16}, new float[16]));
+    String mixed = message(() -> SafeTensors.readLayer(write(t), OUT, 16));
+    assertTrue(mixed.contains("'" + OUT + "norm_in.bias'") && mixed.contains("mixed with OpenFold names"), mixed);
+    Map<String, WeightTensor> half = openFold(OUT, w, false);
+    half.remove(OUT + "linear_b_g.weight");
+    String missing = message(() -> SafeTensors.readLayer(write(half), OUT, 16));
+    assertTrue(missing.contains("'" + OUT + "linear_b_g.weight'") && missing.contains("missing"), missing);
+    Map<String, WeightTensor> both = openFold(OUT, w, false);
+    both.putAll(openFold(OUT, w, true));
+    String twice = message(() -> SafeTensors.readLayer(write(both), OUT, 16));
+    assertTrue(twice.contains("alternatives"), twice);
   }
 
   private Map<String, WeightTensor> prefixed(LayerWeights w) {

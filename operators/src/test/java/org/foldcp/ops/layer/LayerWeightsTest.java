@@ -283,7 +283,28 @@ class LayerWeightsTest {
     Map<String, WeightTensor> t = valid(64, false);
     t.put(LayerWeights.P_IN_W, tensor(LayerWeights.P_IN_W, new long[] {128, 128}, 0.01f));
     assertRejected(() -> LayerWeights.fromTensors(t, PREFIX, 64),
-        "shape of '" + PREFIX + "p_in.weight' = [128, 128]", "must be [128, 64]", "D = 64");
+        "shape of '" + PREFIX + "p_in.weight' = [128, 128]", "must be [2H, D]", "D = 64");
+  }
+
+  /** H comes from p_in.weight; a tensor that disagrees with it is named with the H it was checked against. */
+  @Test
+  void aHiddenWidthIsTakenFromPInAndTheOthersAreCheckedAgainstIt() {
+    LayerWeights w = LayerWeights.random(64, 32, 5, true);
+    assertEquals(64, w.dim());
+    assertEquals(32, w.hidden());
+    assertArrayEquals(new long[] {64, 32}, w.tensors().get(LayerWeights.P_OUT_W).shape());
+    assertArrayEquals(new long[] {32}, w.tensors().get(LayerWeights.NORM_OUT_W).shape());
+    assertArrayEquals(new long[] {64}, w.tensors().get(LayerWeights.G_OUT_B).shape());
+    LayerWeights back = LayerWeights.fromTensors(w.tensors(), PREFIX, 64);
+    assertEquals(w.digest(), back.digest());
+    assertTrue(w.toString().contains("H=32"), w.toString());
+    Map<String, WeightTensor> t = new LinkedHashMap<>(w.tensors());
+    t.put(LayerWeights.NORM_OUT_W, tensor(LayerWeights.NORM_OUT_W, new long[] {64}, 1f));
+    assertRejected(() -> LayerWeights.fromTensors(t, PREFIX, 64),
+        "shape of '" + PREFIX + "norm_out.weight' = [64]", "must be [32]", "H = 32 (H from p_in.weight)");
+    Map<String, WeightTensor> odd = new LinkedHashMap<>(w.tensors());
+    odd.put(LayerWeights.P_IN_W, tensor(LayerWeights.P_IN_W, new long[] {63, 64}, 0.01f));
+    assertRejected(() -> LayerWeights.fromTensors(odd, PREFIX, 64), "p_in.weight' = [63, 64]", "[2H, D]");
   }
 
   @Test

@@ -37,34 +37,35 @@ public final class Reference64 {
     int bs = shapeAndMask.batch();
     int n = shapeAndMask.rows();
     int d = shapeAndMask.dim();
+    int h = layer.hidden();
     LayerWeights w = layer.weights();
     double eps = layer.spec().eps();
     double[] out = new double[xv.length];
     for (int b = 0; b < bs; b++) {
       double[][][] xn = new double[n][n][];
-      double[][][] av = new double[n][n][d];
-      double[][][] bv = new double[n][n][d];
+      double[][][] av = new double[n][n][h];
+      double[][][] bv = new double[n][n][h];
       for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
           double[] t = new double[d];
           System.arraycopy(xv, idx(b, i, j, 0, n, d), t, 0, d);
           xn[i][j] = layerNorm(t, w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B), eps);
           double m = shapeAndMask.valid(b, i, j) ? 1.0 : 0.0;
-          double[] p = linear(xn[i][j], w.get(LayerWeights.P_IN_W), w.bias(LayerWeights.P_IN_B), 2 * d);
-          double[] g = linear(xn[i][j], w.get(LayerWeights.G_IN_W), w.bias(LayerWeights.G_IN_B), 2 * d);
-          for (int c = 0; c < d; c++) {
+          double[] p = linear(xn[i][j], w.get(LayerWeights.P_IN_W), w.bias(LayerWeights.P_IN_B), 2 * h);
+          double[] g = linear(xn[i][j], w.get(LayerWeights.G_IN_W), w.bias(LayerWeights.G_IN_B), 2 * h);
+          for (int c = 0; c < h; c++) {
             av[i][j][c] = sigmoid(g[c]) * p[c] * m;
-            bv[i][j][c] = sigmoid(g[d + c]) * p[d + c] * m;
+            bv[i][j][c] = sigmoid(g[h + c]) * p[h + c] * m;
           }
         }
       }
       for (int i = 0; i < n; i++) {
         for (int j = 0; j < n; j++) {
-          double[] z = new double[d];
+          double[] z = new double[h];
           for (int k = 0; k < n; k++) {
             double[] ak = layer.direction() == Direction.OUTGOING ? av[i][k] : av[k][i];
             double[] bk = layer.direction() == Direction.OUTGOING ? bv[j][k] : bv[k][j];
-            for (int c = 0; c < d; c++) {
+            for (int c = 0; c < h; c++) {
               z[c] += ak[c] * bk[c];
             }
           }

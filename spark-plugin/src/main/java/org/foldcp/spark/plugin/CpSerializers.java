@@ -102,11 +102,13 @@ final class CpSerializers {
     writeGrid(output, l.grid());
     output.writeVarInt(l.n(), true);
     output.writeVarInt(l.dim(), true);
+    output.writeVarInt(l.hidden(), true);
   }
 
   private static ShardLayout readLayout(Input input) {
     CpGrid grid = readGrid(input);
     int n = input.readVarInt(true);
-    return new ShardLayout(grid, n, input.readVarInt(true));
+    int dim = input.readVarInt(true);
+    return new ShardLayout(grid, n, dim, input.readVarInt(true));
   }
 }

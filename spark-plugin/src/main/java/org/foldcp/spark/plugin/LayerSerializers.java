@@ -60,6 +60,7 @@ final class LayerSerializers {
     @Override
     public void write(Kryo kryo, Output output, LayerWeights w) {
       output.writeVarInt(w.dim(), true);
+      output.writeVarInt(w.hidden(), true);
       List<String> names = w.names();
       output.writeVarInt(names.size(), true);
       for (String name : names) {
@@ -74,25 +75,26 @@ final class LayerSerializers {
     @Override
     public LayerWeights read(Kryo kryo, Input input, Class<LayerWeights> type) {
       int dim = KryoReads.count(input, 1, KryoReads.MAX_ARRAY, "D of LayerWeights");
+      int hidden = KryoReads.count(input, 1, KryoReads.MAX_ARRAY, "H of LayerWeights");
       int count = KryoReads.count(input, 0, NAMES, "tensor count of LayerWeights");
       Map<String, WeightTensor> tensors = new LinkedHashMap<>();
       for (int q = 0; q < count; q++) {
         String name = KryoReads.string(input, "LayerWeights tensor name");
         long[] shape;
         try {
-          shape = LayerWeights.expectedShape(name, dim);
+          shape = LayerWeights.expectedShape(name, dim, hidden);
         } catch (IllegalArgumentException e) {
           throw new KryoException("corrupt LayerWeights: " + e.getMessage(), e);
         }
         int n = KryoReads.count(input, 0, KryoReads.MAX_ARRAY, "value count of LayerWeights tensor '" + name + "'");
         long expected = 1;
         for (long side : shape) {
-          expected *= side; // below 2^63: at most 2D * D with D < 2^31
+          expected *= side; // below 2^63: at most 2H * D with H, D < 2^31
         }
         if (n != expected) {
           // refused before reading: D^2 values claimed by a corrupt D would otherwise be read first
           throw KryoReads.corrupt("value count of LayerWeights tensor '" + name + "'", n,
-              "must be " + expected + " for D = " + dim);
+              "must be " + expected + " for D = " + dim + ", H = " + hidden);
         }
         tensors.put(name, new WeightTensor(name, shape, KryoReads.floats(input, n)));
       }

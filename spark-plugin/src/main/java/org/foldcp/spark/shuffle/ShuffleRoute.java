@@ -86,7 +86,7 @@ public final class ShuffleRoute implements TileRoute {
         "must be >= 1 (resolve 0 to spark.task.cpus before planning)");
     // The layout's own rule, checked here on the driver before any task starts: D must divide
     // by cp. It does not depend on N, which only the tiles know.
-    new ShardLayout(plan.grid, 1, stack.dim());
+    new ShardLayout(plan.grid, 1, stack.dim(), stack.hidden());
 
     Partitioner byRank = new HashPartitioner(partitions > 0 ? partitions : defaultPartitions(tiles.context()));
     JavaPairRDD<TileKey, TileRecord> layoutTiles = LayoutTiles.of(tiles, plan.grid, stack.dim(), byRank, plan.allowNonFinite,

@@ -78,7 +78,7 @@ public final class FoldCp {
 
   /** The TriMul node of {@code plan} over {@code tiles} (tile columns already selected). */
   static Dataset<Row> withPlan(Dataset<Row> tiles, LayerStack stack, RoutePlan plan) {
-    new ShardLayout(plan.grid, 1, stack.dim()); // D must divide by cp; its message says why
+    new ShardLayout(plan.grid, 1, stack.dim(), stack.hidden()); // H must divide by cp; its message says why
     org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) tiles;
     return org.apache.spark.sql.classic.Dataset.ofRows(t.sparkSession(), TriMulNode.over(t.logicalPlan(), stack, plan));
   }

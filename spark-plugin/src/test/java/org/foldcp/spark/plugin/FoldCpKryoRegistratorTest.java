@@ -89,7 +89,13 @@ class FoldCpKryoRegistratorTest {
   @ParameterizedTest(name = "unsafe={0}")
   @ValueSource(booleans = {false, true})
   void layerStackRoundTripsWithEqualDigests(boolean unsafe) {
-    LayerStack stack = LayerStack.randomAlternating(3, 16, 99L, true);
+    checkStackRoundTrip(unsafe, LayerStack.randomAlternating(3, 16, 99L, true));
+    LayerStack hidden = LayerStack.randomAlternating(2, 24, 40, 98L, true); // H of its own, wider than D
+    checkStackRoundTrip(unsafe, hidden);
+    assertEquals(40, roundTrip(kryo(unsafe), hidden, LayerStack.class).hidden());
+  }
+
+  private static void checkStackRoundTrip(boolean unsafe, LayerStack stack) {
     LayerStack y = roundTrip(kryo(unsafe), stack, LayerStack.class);
     assertEquals(stack.size(), y.size());
     for (int l = 0; l < stack.size(); l++) {
@@ -155,6 +161,11 @@ class FoldCpKryoRegistratorTest {
     ShardLayout lb = roundTrip(ser, layout, ShardLayout.class);
     assertEquals(layout.toString(), lb.toString());
     assertEquals(layout.tile(4), lb.tile(4));
+    ShardLayout withHidden = new ShardLayout(grid, 50, 20, 18);
+    ShardLayout hb = roundTrip(ser, withHidden, ShardLayout.class);
+    assertEquals(18, hb.hidden());
+    assertEquals(3, hb.channelsPerRank());
+    assertEquals(withHidden.toString(), hb.toString());
     TileBounds tile = new TileBounds(18, 36, 18, 18);
     assertEquals(tile, roundTrip(ser, tile, TileBounds.class));
     ReshardSegment seg = new ReshardSegment(3, 1, tile, 8, 2);

@@ -12,6 +12,7 @@ import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.GpuEvent;
 import org.foldcp.ops.gpu.GpuStream;
 import org.foldcp.ops.gpu.LayerCache;
+import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.gpu.PinnedHostBuffer;
 import org.foldcp.ops.gpu.PinnedTransfers;
 import org.foldcp.ops.gpu.ScanResult;
@@ -90,7 +91,8 @@ public final class CpGpuStack implements AutoCloseable {
    */
   public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested,
       Reshard reshard, PinnedTransfers transfers, boolean stageAhead, LayerCache cpLayers) {
-    this.layout = ShardLayout.forGpu(grid, n, stack.dim());  // first: D % cp is named before anything else
+    this.layout = ShardLayout.forGpu(grid, n, stack.dim(), stack.hidden()); // first: H % cp is named before anything else
+    NativeTriMul.requireKernelsFor(stack.get(0)); // every layer of a stack has the same H and D
     InvalidInputException.require(grid.size() == team.size(), "cp grid", grid,
         "must have as many ranks as the NVSHMEM team (" + team.size() + ")");
     InvalidInputException.require(batch >= 1, "batch", batch, "must be >= 1");

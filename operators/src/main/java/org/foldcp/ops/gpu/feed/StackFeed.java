@@ -167,6 +167,7 @@ public final class StackFeed implements AutoCloseable {
     for (TriMulLayer l : stack) {
       InvalidInputException.require(l.dim() == in.dim(), "layer D", l.dim(),
           "must equal the pair tensor's D = " + in.dim());
+      NativeTriMul.requireKernelsFor(l);
     }
     NativeTriMul.checkShape(in.batch(), in.n(), in.dim());
   }

@@ -327,7 +327,7 @@ class CpTeamGpuTest {
     for (int r = 0; r < size; r++) {
       assertFalse(errors.containsKey(c.name() + "-" + r), c.name() + " rank " + r + ": " + errors.get(c.name() + "-" + r));
     }
-    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim());
+    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.dim());
     PairTensor[] tiles = new PairTensor[size];
     for (int r = 0; r < size; r++) {
       var t = layout.tile(r);
@@ -369,7 +369,7 @@ class CpTeamGpuTest {
    * (0, 9, 1, 0): written first, so {@link #writeTiles} leaves them.
    */
   private static void writeNonFiniteTiles(Path dir, CpCase c) throws IOException {
-    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim());
+    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.dim());
     for (int r = 0; r < c.cpGrid().size(); r++) {
       PairTensor t = Sharding.tile(x(c), layout.tile(r), c.n(), true);
       t.row(0, 3 + r)[5 * c.dim() + 7] = (short) 0x7FC0;
@@ -384,7 +384,7 @@ class CpTeamGpuTest {
       if (c.n() > 4096 || size != c.cpGrid().size()) {
         continue;  // cases that must fail before they need an input
       }
-      ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim());
+      ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.dim());
       for (int r = 0; r < size; r++) {
         Path f = dir.resolve(c.tileFile(r));
         if (!Files.exists(f)) {
