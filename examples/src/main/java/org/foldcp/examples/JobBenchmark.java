@@ -18,6 +18,7 @@ import org.foldcp.examples.JobBenchArms.Arm;
 import org.foldcp.ops.TriMulBackend;
 import org.foldcp.ops.cpu.CpuTriMul;
 import org.foldcp.ops.gpu.GpuTriMul;
+import org.foldcp.ops.gpu.feed.FeedSettings;
 import org.foldcp.ops.gpu.feed.HeapComplex;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.config.FoldCpConf;
@@ -36,6 +37,8 @@ import org.foldcp.spark.sql.RowCachedBatchSerializer;
  *       no-op sink);</li>
  *   <li>bare: the backend's tensor forward in a loop in this JVM (GpuTriMul or CpuTriMul over
  *       PairTensors);</li>
+ *   <li>on a GPU, feed: the job's GPU data path without Spark ({@link JobBenchFeedArm}: a feed of
+ *       the job's sizes driven by as many threads as the job has task slots);</li>
  *   <li>on a GPU, the device's floors ({@link DeviceFloors}): compute_floor, copy_floor and
  *       overlapped_floor.</li>
  * </ul>
@@ -77,7 +80,9 @@ public final class JobBenchmark {
     Map<String, double[]> passes = new LinkedHashMap<>();
     SparkSession spark = session(s);
     try (TriMulBackend backend = s.gpu() ? new GpuTriMul(0) : new CpuTriMul(s.threads());
-         DeviceFloors floors = s.gpu() ? new DeviceFloors((GpuTriMul) backend, stack, complexes) : null) {
+         DeviceFloors floors = s.gpu() ? new DeviceFloors((GpuTriMul) backend, stack, complexes) : null;
+         JobBenchFeedArm feedArm = s.gpu()
+             ? new JobBenchFeedArm((GpuTriMul) backend, stack, complexes, s.slots(), feedSettings(s)) : null) {
       List<Arm> arms = new ArrayList<>();
       Dataset<Row> cached = JobBenchInput.cachedInput(spark, s);
       double cacheSeconds = timed(cached::count); // builds the cache (every column), untimed by the arms
@@ -86,6 +91,9 @@ public final class JobBenchmark {
       arms.add(jobArm(cached, stack));
       arms.add(arm("spark_scan", () -> timed(() -> cached.write().format("noop").mode("overwrite").save())));
       arms.add(bareArm(backend, stack, complexes));
+      if (feedArm != null) {
+        arms.add(arm("feed", feedArm::pass));
+      }
       if (floors != null) {
         int count = s.complexes();
         arms.add(arm("compute_floor", () -> floors.compute(count)));
@@ -126,6 +134,22 @@ public final class JobBenchmark {
   }
 
   /**
+   * The sizes of the job's GPU feed (the executor's, and the feed arm's own; --conf may change the
+   * executor's): three device slots per task, since each task keeps one complex uploading, one
+   * computing and one downloading (SingleRankRows.FEED_DEPTH; fewer, and the tasks take turns in
+   * lockstep waves); a span of the pinned pool per task for its output row (the download lands
+   * there, no host copy) plus blocks to stream its uploads through, the setting's own advice; the
+   * whole cached input in pinned memory, so that every pass uploads it with no host copy.
+   */
+  static FeedSettings feedSettings(JobBenchSettings s) {
+    long row = 2L * s.n() * s.n() * s.dim() + (long) s.n() * s.n() + (1L << 20);
+    long block = FeedSettings.DEFAULT_BLOCK_BYTES;
+    long perTask = ((row + block - 1) / block + 4) * block;
+    return new FeedSettings(s.slots() * perTask, block, 3 * s.slots(), FeedSettings.DEFAULT_COPY_THREADS,
+        s.complexes() * row);
+  }
+
+  /**
    * The job's Spark session: local mode with --slots task slots, the input cached as rows; on a
    * GPU, the executor's GPU shared by the slots, pinned memory for each task's rows and for the
    * whole cached input. The --conf settings win over these.
@@ -145,17 +169,10 @@ public final class JobBenchmark {
     if (s.gpu()) {
       TriMulJob.localGpu(conf);
       conf.set(FoldCpConf.GPU_CONCURRENT_TASKS.name(), Integer.toString(s.slots()));
-      // three device slots per task: each task keeps one complex uploading, one computing and one
-      // downloading (SingleRankRows.FEED_DEPTH); fewer, and the tasks take turns in lockstep waves
-      conf.set(FoldCpConf.GPU_DEVICE_SLOTS.name(), Integer.toString(3 * s.slots()));
-      // a span of the pinned pool per task for its output row (the download lands there, no host
-      // copy) plus blocks to stream its uploads through: the setting's own advice
-      long row = 2L * s.n() * s.n() * s.dim() + (long) s.n() * s.n() + (1L << 20);
-      long block = 16L << 20;
-      long perTask = ((row + block - 1) / block + 4) * block;
-      conf.set(FoldCpConf.GPU_PINNED_POOL_BYTES.name(), Long.toString(s.slots() * perTask));
-      // the cached input in pinned memory, all of it: every pass uploads it with no host copy
-      conf.set(FoldCpConf.GPU_PINNED_CACHE_BYTES.name(), Long.toString(s.complexes() * row));
+      FeedSettings f = feedSettings(s);
+      conf.set(FoldCpConf.GPU_DEVICE_SLOTS.name(), Integer.toString(f.slots()));
+      conf.set(FoldCpConf.GPU_PINNED_POOL_BYTES.name(), Long.toString(f.poolBytes()));
+      conf.set(FoldCpConf.GPU_PINNED_CACHE_BYTES.name(), Long.toString(f.cacheBytes()));
     }
     s.conf().forEach(conf::set); // the caller's settings win; FoldCpConf validates them with the rest
     return SparkSession.builder().config(conf).getOrCreate();

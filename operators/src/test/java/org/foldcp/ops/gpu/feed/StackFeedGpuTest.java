@@ -70,32 +70,6 @@ class StackFeedGpuTest {
     assertTrue(MemoryLeakCheck.openHandlesSince(mark).isEmpty(), MemoryLeakCheck.report());
   }
 
-  /** A complex whose pair values lie in a span of the feed's pinned cache (as a cached Spark row's do). */
-  private record CachedComplex(HeapComplex heap, PinnedCache.Span span) implements ComplexIn {
-    static CachedComplex in(PinnedCache cache, HeapComplex heap) {
-      PinnedCache.Span span = cache.tryAllocate(heap.pairBytes(), "a cached complex");
-      assertNotNull(span, "the cache has room for " + heap.pairBytes() + " bytes");
-      HostCopy.copy(heap.pair(), HostCopy.BYTE_ARRAY_OFFSET, null, span.address(), heap.pairBytes());
-      return new CachedComplex(heap, span);
-    }
-
-    @Override public int batch() { return heap.batch(); }
-    @Override public int n() { return heap.n(); }
-    @Override public int dim() { return heap.dim(); }
-    @Override public boolean hasMask() { return heap.hasMask(); }
-    @Override public long pairAddress() { return span.address(); }
-
-    @Override
-    public void copyPair(long offset, long dst, long len) {
-      HostCopy.copy(null, span.address() + offset, null, dst, len);
-    }
-
-    @Override
-    public void copyMask(long offset, long dst, long len) {
-      heap.copyMask(offset, dst, len);
-    }
-  }
-
   @Test
   void aComplexInThePinnedCacheIsUploadedWhereItLiesWithTheSameBits() {
     assumeGpu();
