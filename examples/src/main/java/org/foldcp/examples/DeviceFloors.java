@@ -61,7 +61,9 @@ final class DeviceFloors implements AutoCloseable {
     this.n = first.n();
     this.d = first.dim();
     this.bytes = first.pairBytes();
-    this.layers = gpu.layerCache().handles(stack.layers());
+    // pinned for the floors' life (released in close): no eviction frees them under their kernels
+    this.layers = gpu.layerCache().acquire(stack.layers());
+    owned.add(() -> gpu.layerCache().release(stack.layers()));
     try {
       for (int k = 0; k < HOST_COPIES; k++) {
         hostIn[k] = own(PinnedHostBuffer.allocate(device, bytes, "floor input " + k));

@@ -13,13 +13,11 @@ import org.foldcp.ops.layer.TriMulLayer;
  * against the single-GPU library and takes its layers): keyed by the layer's identity
  * ({@link TriMulLayer#identity}: weights digest and spec), at most {@code maxEntries}, least recently used evicted.
  *
- * <p>Callers that launch kernels with a handle either hold this object's monitor from
- * {@link #handle} until the launch is queued, or pin the layers (below), so that no eviction can
- * free a layer between the two; an eviction
- * waits for the whole device first ({@link GpuDevice#synchronize()}), since queued kernels on any
- * stream may still read the layer. A layer a forward or a CP plan holds is pinned
- * ({@link #acquire} / {@link #release}) and never evicted while pinned; {@link #close} frees
- * every layer, for the owner closes the cache after all its users.
+ * <p>Callers pin the layers they launch kernels with ({@link #acquire} / {@link #release}): a
+ * forward from before its first launch until its kernels are queued, a CP plan for its life. A
+ * pinned layer is never evicted; an eviction waits for the whole device first
+ * ({@link GpuDevice#synchronize()}), since queued kernels on any stream may still read the layer.
+ * {@link #close} frees every layer, for the owner closes the cache after all its users.
  */
 public final class LayerCache implements AutoCloseable {
   /** How layers are made and freed ({@link #SINGLE_GPU}, the only native kind since issue 24). */
@@ -82,7 +80,7 @@ public final class LayerCache implements AutoCloseable {
   }
 
   /** The native layer of {@code layer} on this device, created (uploaded) on first use. */
-  public synchronized long handle(TriMulLayer layer) {
+  private long handle(TriMulLayer layer) {
     if (closed) {
       throw new IllegalStateException("the layer cache of GPU " + device.ordinal() + " is closed");
     }
@@ -102,7 +100,7 @@ public final class LayerCache implements AutoCloseable {
   }
 
   /** The handles of a stack, in order (see {@link #handle}). */
-  public synchronized long[] handles(List<TriMulLayer> stack) {
+  private long[] handles(List<TriMulLayer> stack) {
     long[] h = new long[stack.size()];
     for (int i = 0; i < h.length; i++) {
       h[i] = handle(stack.get(i));

@@ -234,10 +234,12 @@ public final class StackFeed implements AutoCloseable {
     int d = in.dim();
     long x = slot.x().address();
     long mask = masked ? slot.mask().address() : 0L;
-    synchronized (computeLock) {
-      DeviceBuffer ws = workspace(b, n, d);
-      synchronized (layers) { // no eviction between taking the handles and queueing their kernels
-        long[] handles = layers.handles(stack);
+    // pinned while their kernels are queued, as every user of the cache does; an eviction after
+    // the release waits for the device first, so the kernels still read live layers
+    long[] handles = layers.acquire(stack);
+    try {
+      synchronized (computeLock) {
+        DeviceBuffer ws = workspace(b, n, d);
         slot.uploaded.makeWait(compute);
         slot.computeStart.record(compute);
         if (!allowNonFinite) {
@@ -248,6 +250,8 @@ public final class StackFeed implements AutoCloseable {
         }
         slot.computed.record(compute);
       }
+    } finally {
+      layers.release(stack);
     }
   }
 
