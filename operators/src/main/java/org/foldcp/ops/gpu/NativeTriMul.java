@@ -108,7 +108,8 @@ public final class NativeTriMul {
   public static void requireKernelsFor(TriMulLayer layer) {
     InvalidInputException.require(layer.hidden() == layer.dim(), "H of the layer", layer.hidden(),
         "must equal its D = " + layer.dim() + " on the GPU: the GPU kernels take H = D so far; a layer with its own"
-            + " hidden width runs on the CPU backend (spark.foldcp.route = cpu, or the CPU CP routes)");
+            + " hidden width runs on the CPU backend (spark.foldcp.route = cpu, or spark.foldcp.gpu.enabled = false for"
+            + " every route and foldcp_trimul)");
   }
 
   /**

@@ -57,6 +57,20 @@ class TriMulUdfTest {
     }
   }
 
+  /** Layers of their own hidden width (H = 12, D = 8) in one file: the shapes decide H, the result is the CPU backend's. */
+  @Test
+  void weightsOfAHiddenWidthOfTheirOwnRunAsTheFileSays() {
+    Map<String, LayerWeights> layers = new LinkedHashMap<>();
+    layers.put(UdfFixtures.OUT, LayerWeights.random(D, 12, 31, true));
+    layers.put(UdfFixtures.IN, LayerWeights.random(D, 12, 32, false));
+    Path file = dir.resolve("hidden-12.safetensors");
+    SafeTensors.writeLayers(file, layers, "F32");
+    LayerStack stack = UdfFixtures.referenceStack(file, D);
+    assertEquals(12, stack.hidden());
+    PairTensor x = PairTensor.random(1, 7, D, 5, 0.2);
+    assertArrayEquals(expected(x, stack), UDF.call(pairBytes(x), 7, D, maskBytes(x), file.toString(), LAYERS));
+  }
+
   @Test
   void explicitOptionsChangeDirectionAndResidual() {
     PairTensor x = PairTensor.random(1, 6, D, 3, 0.2);
