@@ -44,9 +44,8 @@ import org.foldcp.ops.tensor.PairTensor;
  * only waits for what is left of its upload.
  *
  * <p>Holds, freed by {@link #close()} in this order: the native plan (its symmetric buffers:
- * collective), its pins on the native layers (the executor's {@link LayerCache}, the one the
- * single-GPU backend uses too, or its own, freed with it), the tile buffers on the device and the scan result's pinned word,
- * the stream, the device retain.
+ * collective), its pins on the native layers (the executor's {@link LayerCache}, shared with the
+ * cp = 1 backend, or its own), the tile buffers, the scan result's pinned word, the stream, the device.
  */
 public final class CpGpuStack implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(CpGpuStack.class.getName());
@@ -85,9 +84,8 @@ public final class CpGpuStack implements AutoCloseable {
    * {@code transfers}, which must be on the team's device; with {@code stageAhead}, a second pair
    * of tile buffers and an upload stream for {@link #stage}, where the device has room for them
    * ({@link #stagesAhead} says; decided here, once); the native layers pinned in {@code cpLayers}
-   * (single-GPU library layers, {@link LayerCache#SINGLE_GPU}, on the team's GPU, shared across
-   * stacks, tasks and the cp = 1 backend; null: its own). The CP library links against the
-   * single-GPU library (one copy of the kernels and the CUDA runtime), so its plans take those.
+   * ({@link LayerCache#SINGLE_GPU} layers on the team's GPU, shared across stacks, tasks and the
+   * cp = 1 backend, since the CP library links against the single-GPU one; null: its own).
    */
   public CpGpuStack(NvshmemTeam team, CpGrid grid, int n, int batch, LayerStack stack, StoreRoute requested,
       Reshard reshard, PinnedTransfers transfers, boolean stageAhead, LayerCache cpLayers) {
@@ -177,8 +175,7 @@ public final class CpGpuStack implements AutoCloseable {
 
   public ShardLayout layout() { return layout; }
 
-  /** The token window of this rank. */
-  public TileBounds tile() { return layout.tile(team.rank()); }
+  public TileBounds tile() { return layout.tile(team.rank()); } // this rank's token window
 
   /** The store route both fused reshards use (decided at construction, the same on every rank). */
   public StoreRoute route() { return route; }
@@ -189,10 +186,9 @@ public final class CpGpuStack implements AutoCloseable {
   /** Whether {@link #stage} can run: the stack holds a second tile buffer pair (decided at construction). */
   public boolean stagesAhead() { return upStream != null; }
 
-  /** Bytes leaving this rank per forward in the token -> channel reshard (all layers). */
+  /** Bytes leaving this rank per forward in the token -> channel / channel -> token reshard (all layers). */
   public long bytesToChannels() { return bytesToChannels; }
 
-  /** Bytes leaving this rank per forward in the channel -> token reshard (all layers). */
   public long bytesToTokens() { return bytesToTokens; }
 
   /**
