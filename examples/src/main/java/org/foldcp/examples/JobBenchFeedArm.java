@@ -70,22 +70,10 @@ final class JobBenchFeedArm implements AutoCloseable {
       final int first = t;
       done.add(threads.submit(() -> {
         ArrayDeque<FeedTicket> inFlight = new ArrayDeque<>();
-        for (int k = first; k < cached.size(); k += slots) {
-          CachedComplex c = cached.get(k);
-          FeedTicket ticket = inFlight.isEmpty() ? feed.submit(c, layers, false, "complex " + k)
-              : feed.trySubmit(c, layers, false, "complex " + k);
-          while (ticket == null) {
-            drainOldest(inFlight);
-            ticket = inFlight.isEmpty() ? feed.submit(c, layers, false, "complex " + k)
-                : feed.trySubmit(c, layers, false, "complex " + k);
-          }
-          inFlight.add(ticket);
-          if (inFlight.size() == DEPTH) {
-            drainOldest(inFlight);
-          }
-        }
-        while (!inFlight.isEmpty()) {
-          drainOldest(inFlight);
+        try {
+          run(first, layers, inFlight);
+        } finally {
+          inFlight.forEach(FeedTicket::abandon); // after a failure: the slots go back to the feed
         }
         return null;
       }));
@@ -98,6 +86,27 @@ final class JobBenchFeedArm implements AutoCloseable {
       }
     }
     return (System.nanoTime() - t0) / 1e9;
+  }
+
+  /** Thread {@code first}'s complexes, three in flight, the oldest drained first. */
+  private void run(int first, List<TriMulLayer> layers, ArrayDeque<FeedTicket> inFlight) {
+    for (int k = first; k < cached.size(); k += slots) {
+      CachedComplex c = cached.get(k);
+      FeedTicket ticket = inFlight.isEmpty() ? feed.submit(c, layers, false, "complex " + k)
+          : feed.trySubmit(c, layers, false, "complex " + k);
+      while (ticket == null) {
+        drainOldest(inFlight);
+        ticket = inFlight.isEmpty() ? feed.submit(c, layers, false, "complex " + k)
+            : feed.trySubmit(c, layers, false, "complex " + k);
+      }
+      inFlight.add(ticket);
+      if (inFlight.size() == DEPTH) {
+        drainOldest(inFlight);
+      }
+    }
+    while (!inFlight.isEmpty()) {
+      drainOldest(inFlight);
+    }
   }
 
   /** The oldest complex's output into a pinned span where the pool has one (as the job's output row), else through blocks. */

@@ -8,6 +8,7 @@ import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
+import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.io.SafeTensors;
 import org.foldcp.ops.layer.Direction;
 import org.foldcp.ops.layer.LayerStack;
@@ -75,6 +76,8 @@ record TriMulInputs(Dataset<Row> tiles, int n, int d, int count, String firstId)
    * Hadoop), or --layers generated layers of alternating direction.
    */
   static LayerStack loadStack(JobOptions o, int d) {
+    InvalidInputException.require(o.weights == null || o.hidden == 0, "--hidden", o.hidden,
+        "applies to generated layers only: with --weights the file's shapes decide H");
     if (o.weights == null) {
       return LayerStack.randomAlternating(o.layers, d, o.hidden > 0 ? o.hidden : d, o.seed ^ 0x5eedL, true);
     }

@@ -107,20 +107,20 @@ class TriMulJobTest {
   }
 
   /**
-   * Layers of their own hidden width (H = 8 < D = 24): every route, the CP ones splitting H over
-   * the ranks, gives the bits of cp = 1, and the report names H.
+   * Layers of their own hidden width (H = 8, D = 6: cp = 4 divides H, not D): every route, the CP
+   * ones splitting H over the ranks, gives the bits of cp = 1, and the report names H.
    */
   @Test
   void aHiddenWidthOfItsOwnGivesTheSameBitsOnEveryRoute() {
-    String[] common = {"--n", "20", "--dim", "24", "--hidden", "8", "--layers", "2", "--complexes", "2",
+    String[] common = {"--n", "20", "--dim", "6", "--hidden", "8", "--layers", "2", "--complexes", "2",
         "--master", "local[4]"};
     String single = run(common);
     assertTrue(single.contains("layers 2 of hidden width H=8"), single);
     String barrier = run(concat(common, "--cp", "4", "--grid", "2x2", "--route", "barrier", "--transport", "tcp"));
-    String shuffle = run(concat(common, "--cp", "2", "--route", "shuffle"));
+    String shuffle = run(concat(common, "--cp", "4", "--route", "shuffle"));
     assertEquals(digest(single), digest(barrier));
     assertEquals(digest(single), digest(shuffle));
-    String square = run("--n", "20", "--dim", "24", "--layers", "2", "--complexes", "2", "--master", "local[4]");
+    String square = run("--n", "20", "--dim", "6", "--layers", "2", "--complexes", "2", "--master", "local[4]");
     assertTrue(!digest(single).equals(digest(square)), "H = 8 is another stack than H = D");
   }
 

@@ -14,7 +14,7 @@ import org.foldcp.ops.InvalidInputException;
  * H / cp hidden channels, so H must divide by cp (D need not).
  */
 public final class ShardLayout implements Serializable {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
   private final CpGrid grid;
   private final int n;
@@ -41,14 +41,29 @@ public final class ShardLayout implements Serializable {
    * must never end inside such a group ({@link #forGpu}).
    */
   public ShardLayout(CpGrid grid, int n, int dim, int hidden, int tileMultiple) {
+    this(grid, n, dim, hidden, tileMultiple, false);
+  }
+
+  /**
+   * The tiles of a complex of N tokens and D channels, before it meets a stack: what the tiling
+   * steps of the routes need (who holds which token). The channel split comes with the stack's
+   * hidden width ({@link #withHidden}); until then {@link #channelsPerRank} and its kin refuse.
+   */
+  public static ShardLayout ofTiles(CpGrid grid, int n, int dim) {
+    return new ShardLayout(grid, n, dim, 0, GPU_TILE_MULTIPLE, true);
+  }
+
+  private ShardLayout(CpGrid grid, int n, int dim, int hidden, int tileMultiple, boolean tilesOnly) {
     InvalidInputException.require(tileMultiple >= 1, "tile multiple", tileMultiple, "must be >= 1");
     InvalidInputException.require(n >= 1, "N", n, "the number of tokens must be >= 1");
     InvalidInputException.require(dim >= 1, "D", dim, "the pair channel count must be >= 1");
-    InvalidInputException.require(hidden >= 1, "H", hidden, "the hidden channel count must be >= 1");
-    InvalidInputException.require(hidden % grid.size() == 0, hidden == dim ? "D" : "H", hidden,
-        "must be divisible by cp = " + grid.size() + " (grid " + grid + "): each rank owns "
-            + (hidden == dim ? "D" : "H") + "/cp channels of the triangle product; choose cp among the divisors of "
-            + hidden);
+    if (!tilesOnly) {
+      InvalidInputException.require(hidden >= 1, "H", hidden, "the hidden channel count must be >= 1");
+      InvalidInputException.require(hidden % grid.size() == 0, hidden == dim ? "D" : "H", hidden,
+          "must be divisible by cp = " + grid.size() + " (grid " + grid + "): each rank owns "
+              + (hidden == dim ? "D" : "H") + "/cp channels of the triangle product; choose cp among the divisors"
+              + " of " + hidden);
+    }
     this.grid = grid;
     this.n = n;
     this.dim = dim;
@@ -100,7 +115,7 @@ public final class ShardLayout implements Serializable {
 
   public int dim() { return dim; }
 
-  /** The hidden width H: the channels split over the ranks during the triangle product. */
+  /** The hidden width H: the channels split over the ranks during the triangle product; 0 for {@link #ofTiles}. */
   public int hidden() { return hidden; }
 
   /** N after padding with masked tokens (a multiple of lcm(cp0, cp1)). */
@@ -110,7 +125,22 @@ public final class ShardLayout implements Serializable {
 
   public int tileCols() { return tileCols; }
 
-  public int channelsPerRank() { return channelsPerRank; }
+  public int channelsPerRank() {
+    requireChannels();
+    return channelsPerRank;
+  }
+
+  /** Whether the layout splits channels (false for {@link #ofTiles}, until {@link #withHidden}). */
+  public boolean splitsChannels() {
+    return hidden > 0;
+  }
+
+  private void requireChannels() {
+    if (hidden == 0) {
+      throw new IllegalStateException("a layout of tiles only has no channel split: withHidden(H) of the stack"
+          + " first (" + this + ")");
+    }
+  }
 
   /** The token window of {@code rank} in the padded grid. */
   public TileBounds tile(int rank) {
@@ -119,12 +149,14 @@ public final class ShardLayout implements Serializable {
 
   /** First channel owned by {@code rank}; it owns [first, first + channelsPerRank). */
   public int firstChannel(int rank) {
+    requireChannels();
     grid.checkRank(rank);
     return rank * channelsPerRank;
   }
 
   /** The rank that owns channel c during the triangle product. */
   public int channelOwner(int c) {
+    requireChannels();
     InvalidInputException.require(c >= 0 && c < hidden, "channel", c, "must lie in [0, " + hidden + ")");
     return c / channelsPerRank;
   }
@@ -139,6 +171,7 @@ public final class ShardLayout implements Serializable {
   @Override
   public String toString() {
     return "ShardLayout(grid " + grid + ", N=" + n + " padded to " + paddedN + ", tile " + tileRows + "x" + tileCols
-        + ", D=" + dim + (hidden == dim ? "" : ", H=" + hidden) + ", " + channelsPerRank + " channels per rank)";
+        + ", D=" + dim + (hidden == 0 ? ", channels split by the stack's H)"
+        : (hidden == dim ? "" : ", H=" + hidden) + ", " + channelsPerRank + " channels per rank)");
   }
 }

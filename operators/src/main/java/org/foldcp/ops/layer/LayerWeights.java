@@ -27,7 +27,7 @@ import org.foldcp.ops.InvalidInputException;
  * construction so that no rank silently computes with different weights.
  */
 public final class LayerWeights implements Serializable {
-  private static final long serialVersionUID = 1L;
+  private static final long serialVersionUID = 2L;
 
   public static final String NORM_IN_W = "norm_in.weight";
   public static final String NORM_IN_B = "norm_in.bias";
@@ -95,32 +95,33 @@ public final class LayerWeights implements Serializable {
   public static LayerWeights fromTensors(Map<String, WeightTensor> given, String keyPrefix, int expectedDim) {
     String prefix = keyPrefix == null ? "" : keyPrefix;
     Map<String, WeightTensor> tensors = OpenFoldNames.toOurs(given, prefix);
+    boolean openFold = tensors != given; // messages name the file's own keys
     WeightTensor normIn = tensors.get(NORM_IN_W);
     if (normIn == null) {
-      throw missing(prefix, NORM_IN_W, tensors);
+      throw missing(prefix, NORM_IN_W, given, openFold);
     }
     long[] s = normIn.shape();
-    InvalidInputException.require(s.length == 1 && s[0] >= 1, "shape of '" + prefix + NORM_IN_W + "'",
+    InvalidInputException.require(s.length == 1 && s[0] >= 1, "shape of '" + prefix + shown(normIn, NORM_IN_W) + "'",
         normIn.shapeString(), "must be [D], one value per pair channel");
     int d = (int) s[0];
     if (expectedDim >= 0) {
-      InvalidInputException.require(d == expectedDim, "D of '" + prefix + NORM_IN_W + "'", d,
+      InvalidInputException.require(d == expectedDim, "D of '" + prefix + shown(normIn, NORM_IN_W) + "'", d,
           "must equal the pair tensor's channel count D = " + expectedDim);
     }
     WeightTensor pIn = tensors.get(P_IN_W);
     if (pIn == null) {
-      throw missing(prefix, P_IN_W, tensors);
+      throw missing(prefix, P_IN_W, given, openFold);
     }
     long[] ps = pIn.shape();
     InvalidInputException.require(ps.length == 2 && ps[0] >= 2 && ps[0] % 2 == 0 && ps[1] == d,
-        "shape of '" + prefix + P_IN_W + "'", pIn.shapeString(),
-        "must be [2H, D] with D = " + d + " (from " + NORM_IN_W + "): the projections of a and b, H rows each");
+        "shape of '" + prefix + shown(pIn, P_IN_W) + "'", pIn.shapeString(),
+        "must be [2H, D] with D = " + d + ": the projections of a and b, H rows each");
     int h = (int) (ps[0] / 2);
     Map<String, float[]> vals = new LinkedHashMap<>();
     for (String name : REQUIRED) {
       WeightTensor t = tensors.get(name);
       if (t == null) {
-        throw missing(prefix, name, tensors);
+        throw missing(prefix, name, given, openFold);
       }
       vals.put(name, checked(prefix, name, t, d, h));
     }
@@ -141,19 +142,27 @@ public final class LayerWeights implements Serializable {
     return new LayerWeights(d, h, vals);
   }
 
-  private static InvalidInputException missing(String prefix, String name, Map<String, WeightTensor> present) {
-    return InvalidInputException.of("weight key '" + prefix + name + "'", "missing",
-        "a TriMul layer needs " + REQUIRED + " under its prefix; found " + new TreeSet<>(present.keySet()));
+  private static InvalidInputException missing(String prefix, String name, Map<String, WeightTensor> present,
+                                               boolean openFold) {
+    return InvalidInputException.of("weight key '" + prefix + (openFold ? OpenFoldNames.theirs(name) : name) + "'",
+        "missing", "a TriMul layer needs " + REQUIRED + (openFold ? " (under OpenFold's names)" : "")
+            + " under its prefix; found " + new TreeSet<>(present.keySet()));
+  }
+
+  /** The name a message gives tensor {@code t} of our name {@code name}: the file's own (OpenFold's) where it differs. */
+  private static String shown(WeightTensor t, String name) {
+    return t.name() == null || t.name().equals(name) ? name : t.name();
   }
 
   /** Checks shape and values under the map key {@code name}; returns a private copy (the digest must stay true). */
   private static float[] checked(String prefix, String name, WeightTensor t, int d, int h) {
     long[] want = expectedShape(name, d, h);
-    InvalidInputException.require(t.hasShape(want), "shape of '" + prefix + name + "'", t.shapeString(),
+    String key = prefix + shown(t, name);
+    InvalidInputException.require(t.hasShape(want), "shape of '" + key + "'", t.shapeString(),
         "must be " + Arrays.toString(want) + " for D = " + d + ", H = " + h + " (H from " + P_IN_W + ")");
     for (float v : t.values()) {
       if (!Float.isFinite(v)) {
-        throw InvalidInputException.of("a value of '" + prefix + name + "'", v, "weights must be finite");
+        throw InvalidInputException.of("a value of '" + key + "'", v, "weights must be finite");
       }
     }
     return t.values().clone();

@@ -88,7 +88,7 @@ public final class OpenFoldNames {
     for (Map.Entry<String, WeightTensor> e : tensors.entrySet()) {
       String mapped = ONE_TO_ONE.get(e.getKey());
       if (mapped != null) {
-        put(out, mapped, rename(e.getValue(), mapped), prefix, e.getKey());
+        put(out, mapped, rename(e.getValue(), e.getKey()), prefix, e.getKey());
       } else if (!isOpenFoldName(e.getKey())) {
         out.put(e.getKey(), e.getValue());
       }
@@ -104,7 +104,8 @@ public final class OpenFoldNames {
         throw InvalidInputException.of("weight key '" + prefix + missing + "'", "missing",
             "OpenFold's a and b projections come in pairs: " + s.getValue() + " together make " + s.getKey());
       }
-      put(out, s.getKey(), stack(s.getKey(), a, b, prefix), prefix, s.getValue().get(0));
+      put(out, s.getKey(), stack(s.getValue().get(0) + " + " + s.getValue().get(1), a, b, prefix), prefix,
+          s.getValue().get(0));
     }
     return out;
   }
@@ -117,11 +118,24 @@ public final class OpenFoldNames {
     }
   }
 
+  /** The tensor under its OpenFold name (the map key becomes ours): messages name what the file holds. */
   private static WeightTensor rename(WeightTensor t, String name) {
     return new WeightTensor(name, t.shape(), t.values());
   }
 
-  /** [a; b] along the first axis: a's rows, then b's (same trailing shape). */
+  /** OpenFold's name(s) for our {@code name}, for messages about a tensor that is missing. */
+  public static String theirs(String name) {
+    List<String> stacked = STACKED.get(name);
+    String fused = null;
+    for (Map.Entry<String, String> e : ONE_TO_ONE.entrySet()) {
+      if (e.getValue().equals(name)) {
+        fused = e.getKey();
+      }
+    }
+    return stacked == null ? fused : stacked.get(0) + " + " + stacked.get(1) + " (or " + fused + ")";
+  }
+
+  /** [a; b] along the first axis: a's rows, then b's (same trailing shape); {@code name} says whose. */
   private static WeightTensor stack(String name, WeightTensor a, WeightTensor b, String prefix) {
     long[] sa = a.shape();
     long[] sb = b.shape();
@@ -129,8 +143,9 @@ public final class OpenFoldNames {
     for (int k = 1; same && k < sa.length; k++) {
       same = sa[k] == sb[k];
     }
-    InvalidInputException.require(same && sa[0] == sb[0], "shapes of '" + prefix + a.name() + "' and '" + prefix
-        + b.name() + "'", a.shapeString() + " and " + b.shapeString(),
+    String[] halves = name.split(" \\+ ");
+    InvalidInputException.require(same && sa[0] == sb[0], "shapes of '" + prefix + halves[0] + "' and '" + prefix
+        + halves[1] + "'", a.shapeString() + " and " + b.shapeString(),
         "must be equal: the a and b projections have c_hidden rows each");
     long[] shape = sa.clone();
     shape[0] = sa[0] + sb[0];

@@ -39,14 +39,19 @@ public final class CpChooser {
   /** The choice for one complex and why. */
   public record Choice(String complexId, int cp, double predictedSeconds, long deviceBytesPerRank, String reason) {}
 
-  /** cp for complex {@code id} of shape (b, n, d) under a stack of {@code layers} layers. */
+  /** cp for complex {@code id} of shape (b, n, d) under a stack of {@code layers} layers with H = D. */
   public Choice choose(String id, int b, int n, int d, int layers) {
+    return choose(id, b, n, d, d, layers);
+  }
+
+  /** cp for complex {@code id} of shape (b, n, d) under a stack of {@code layers} layers of hidden width {@code h}. */
+  public Choice choose(String id, int b, int n, int d, int h, int layers) {
     List<CostModel.Estimate> fitting = new ArrayList<>();
     for (int cp : candidates) {
-      if (d % cp != 0) {
+      if (h % cp != 0) {
         continue;
       }
-      CostModel.Estimate e = model.layer(b, n, d, cp);
+      CostModel.Estimate e = model.layer(b, n, d, h, cp);
       if (!e.fits(memoryCapBytes)) {
         continue;
       }
@@ -60,9 +65,9 @@ public final class CpChooser {
     if (fitting.isEmpty()) {
       int largest = candidates[candidates.length - 1];
       throw InvalidInputException.of("complex '" + id + "' (B, N, D) = (" + b + ", " + n + ", " + d + ")",
-          CostModel.deviceBytesPerRank(b, n, d, largest) + " device bytes per rank at cp = " + largest,
+          CostModel.deviceBytesPerRank(b, n, d, h, largest) + " device bytes per rank at cp = " + largest,
           "must fit the device memory cap of " + memoryCapBytes + " bytes at some cp of "
-              + java.util.Arrays.toString(candidates) + " that divides D");
+              + java.util.Arrays.toString(candidates) + " that divides " + (h == d ? "D" : "H = " + h));
     }
     CostModel.Estimate best = fitting.get(0);
     for (CostModel.Estimate e : fitting) {

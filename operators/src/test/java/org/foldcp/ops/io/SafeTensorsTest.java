@@ -545,6 +545,15 @@ class SafeTensorsTest {
     both.putAll(openFold(OUT, w, true));
     String twice = message(() -> SafeTensors.readLayer(write(both), OUT, 16));
     assertTrue(twice.contains("alternatives"), twice);
+    // the file's own keys in the messages: a transposed linear_z, a missing linear_z
+    Map<String, WeightTensor> transposed = openFold(OUT, w, false);
+    transposed.put(OUT + "linear_z.weight", new WeightTensor("linear_z.weight", new long[] {8, 16}, new float[128]));
+    String shape = message(() -> SafeTensors.readLayer(write(transposed), OUT, 16));
+    assertTrue(shape.contains("shape of '" + OUT + "linear_z.weight' = [8, 16]") && shape.contains("[16, 8]"), shape);
+    Map<String, WeightTensor> noZ = openFold(OUT, w, false);
+    noZ.remove(OUT + "linear_z.weight");
+    String gone = message(() -> SafeTensors.readLayer(write(noZ), OUT, 16));
+    assertTrue(gone.contains("'" + OUT + "linear_z.weight' = missing") && gone.contains("linear_g.weight"), gone);
   }
 
   private Map<String, WeightTensor> prefixed(LayerWeights w) {

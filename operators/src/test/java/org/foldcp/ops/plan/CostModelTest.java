@@ -62,6 +62,26 @@ class CostModelTest {
     }
   }
 
+  /** A hidden width of its own: the terms that carry a, b and z scale with H, the rest with D; H = D is the square model. */
+  @Test
+  void aHiddenWidthScalesTheTriangleAndTheReshardsAndOnlyHMustDivideByCp() {
+    assertEquals(CostModel.flops(1, 512, 128), CostModel.flops(1, 512, 128, 128));
+    // 2BN^3H + 10BN^2HD + 2BN^2D^2 at (1, 100, D = 384, H = 256)
+    double n = 100;
+    assertEquals(2 * n * n * n * 256 + 10 * n * n * 256 * 384 + 2 * n * n * 384 * 384, CostModel.flops(1, 100, 384, 256));
+    assertEquals(CostModel.deviceBytesPerRank(1, 512, 128, 4), CostModel.deviceBytesPerRank(1, 512, 128, 128, 4));
+    assertEquals((long) Math.ceil((4.0 * 384 + 6.0 * 256) * 512 * 512 / 4), CostModel.deviceBytesPerRank(1, 512, 384, 256, 4));
+    CostModel m = new CostModel(DeviceRates.h200());
+    CostModel.Estimate e = m.layer(1, 2048, 24, 32, 8); // D = 24: 8 does not divide it, H = 32 it does
+    assertEquals(CostModel.reshardBytesPerRank(1, 2048, 32, 8), e.reshardBytesPerRank());
+    InvalidInputException bad = assertThrows(InvalidInputException.class, () -> m.layer(1, 2048, 32, 20, 8));
+    assertTrue(bad.getMessage().contains("H = 20"), bad.getMessage());
+    // no cp meets a target of 1 ns: the fastest that fits, among the cp that divide H = 12 (not 8)
+    CpChooser c = new CpChooser(m, new int[] {1, 2, 4, 8}, Long.MAX_VALUE, 1e-9);
+    assertEquals(4, c.choose("x", 1, 4096, 128, 12, 4).cp());
+    assertEquals(8, c.choose("x", 1, 4096, 128, 4).cp(), "at H = D = 128, cp = 8 is the fastest");
+  }
+
   @Test
   void reshardBytesAreTheCpPlansCount() {
     // per rank and layer: tokens/cp x (a and b) x D/cp channels x (cp - 1) peers x 2 bytes, and z half of it

@@ -62,7 +62,7 @@ public final class BarrierPreflight {
         "must be >= 1 ms");
     InvalidInputException.require(plan.connectTimeoutMillis >= 1, "connect timeout", plan.connectTimeoutMillis + " ms",
         "must be >= 1 ms");
-    // the layout's own rule and message for D and cp, before any task starts
+    // the layout's own rule and message for H and cp, before any task starts
     new ShardLayout(plan.grid, 1, stack.dim(), stack.hidden());
   }
 

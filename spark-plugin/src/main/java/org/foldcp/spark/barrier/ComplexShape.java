@@ -8,7 +8,7 @@ import org.foldcp.ops.cp.TileBounds;
 /** A complex as the ranks of a team announce it: its id, N and D, all that fixes its layout. */
 public record ComplexShape(String id, int nTokens, int dim) implements Serializable {
   public ShardLayout layout(CpGrid grid) {
-    return new ShardLayout(grid, nTokens, dim);
+    return ShardLayout.ofTiles(grid, nTokens, dim);
   }
 
   /** Whether rank's layout tile holds any position of the N x N grid, rather than only padding. */

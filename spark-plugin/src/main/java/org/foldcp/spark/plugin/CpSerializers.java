@@ -109,6 +109,7 @@ final class CpSerializers {
     CpGrid grid = readGrid(input);
     int n = input.readVarInt(true);
     int dim = input.readVarInt(true);
-    return new ShardLayout(grid, n, dim, input.readVarInt(true));
+    int hidden = input.readVarInt(true);
+    return hidden == 0 ? ShardLayout.ofTiles(grid, n, dim) : new ShardLayout(grid, n, dim, hidden);
   }
 }

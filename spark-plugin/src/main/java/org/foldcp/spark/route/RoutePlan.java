@@ -3,9 +3,11 @@ package org.foldcp.spark.route;
 import java.io.Serializable;
 import java.util.Locale;
 import java.util.Objects;
+import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
 import org.foldcp.ops.gpu.cp.Reshard;
 import org.foldcp.ops.gpu.cp.StoreRoute;
+import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.spark.config.FoldCpConf;
 
 /**
@@ -47,6 +49,39 @@ public final class RoutePlan implements Serializable {
       }
       return conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.GPU ? GPU : AUTO;
     }
+
+    /**
+     * Where {@code stack} computes: AUTO becomes the CPU for a stack of its own hidden width (the
+     * GPU kernels take H = D so far); GPU stays, and such a stack is refused on the GPU by name.
+     */
+    public Backend forStack(LayerStack stack) {
+      return this == AUTO && !gpuKernelsTake(stack) ? CPU : this;
+    }
+  }
+
+  /** Whether the GPU kernels run {@code stack}: H = D (NativeTriMul.requireKernelsFor says why not). */
+  public static boolean gpuKernelsTake(LayerStack stack) {
+    return stack.hidden() == stack.dim();
+  }
+
+  /**
+   * This plan for {@code stack}, decided on the driver: unchanged where the GPU kernels take the
+   * stack; else an AUTO backend becomes the CPU (the reason says so), and a plan that forces
+   * the GPU (route gpu, or GPU ranks in an NVSHMEM team) is refused naming the settings that help.
+   */
+  public RoutePlan forStack(LayerStack stack) {
+    if (gpuKernelsTake(stack)) {
+      return this;
+    }
+    String why = "layers of hidden width H = " + stack.hidden() + " (D = " + stack.dim() + "): the GPU kernels take"
+        + " H = D so far";
+    InvalidInputException.require(transport != Transport.NVSHMEM, "H of the layer stack", stack.hidden(),
+        "must equal D = " + stack.dim() + " for GPU ranks in an NVSHMEM team (" + reason + "): " + why
+            + "; CPU ranks take it (spark.foldcp.cp.transport = tcp, or spark.foldcp.gpu.enabled = false)");
+    InvalidInputException.require(backend != Backend.GPU, "H of the layer stack", stack.hidden(),
+        "must equal D = " + stack.dim() + " on the GPU (" + reason + "): " + why
+            + "; the CPU backend takes it (spark.foldcp.route = cpu or auto)");
+    return backend == Backend.AUTO ? withBackend(Backend.CPU).withReason(reason + "; on the CPU: " + why) : this;
   }
 
   /** How the ranks of a barrier plan exchange the reshards. */

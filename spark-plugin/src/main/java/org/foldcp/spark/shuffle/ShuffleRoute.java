@@ -84,8 +84,8 @@ public final class ShuffleRoute implements TileRoute {
         "ShuffleRoute runs only SHUFFLE plans");
     InvalidInputException.require(plan.threadsPerTask >= 1, "threads per task", plan.threadsPerTask,
         "must be >= 1 (resolve 0 to spark.task.cpus before planning)");
-    // The layout's own rule, checked here on the driver before any task starts: D must divide
-    // by cp. It does not depend on N, which only the tiles know.
+    // The layout's own rule, checked here on the driver before any task starts: the stack's
+    // hidden width H must divide by cp. It does not depend on N, which only the tiles know.
     new ShardLayout(plan.grid, 1, stack.dim(), stack.hidden());
 
     Partitioner byRank = new HashPartitioner(partitions > 0 ? partitions : defaultPartitions(tiles.context()));

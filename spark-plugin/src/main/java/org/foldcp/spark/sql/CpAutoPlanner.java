@@ -82,7 +82,7 @@ final class CpAutoPlanner {
       String id = r.getString(0);
       int n = r.getInt(1);
       nOf.put(id, n);
-      CpChooser.Choice c = chooser.choose(id, 1, n, stack.dim(), stack.size());
+      CpChooser.Choice c = chooser.choose(id, 1, n, stack.dim(), stack.hidden(), stack.size());
       byCp.computeIfAbsent(c.cp(), k -> new ArrayList<>()).add(c);
     }
     List<Group> groups = new ArrayList<>();

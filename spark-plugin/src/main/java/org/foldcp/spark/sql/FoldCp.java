@@ -77,8 +77,9 @@ public final class FoldCp {
   }
 
   /** The TriMul node of {@code plan} over {@code tiles} (tile columns already selected). */
-  static Dataset<Row> withPlan(Dataset<Row> tiles, LayerStack stack, RoutePlan plan) {
-    new ShardLayout(plan.grid, 1, stack.dim(), stack.hidden()); // H must divide by cp; its message says why
+  static Dataset<Row> withPlan(Dataset<Row> tiles, LayerStack stack, RoutePlan chosen) {
+    new ShardLayout(chosen.grid, 1, stack.dim(), stack.hidden()); // H must divide by cp; its message says why
+    RoutePlan plan = chosen.forStack(stack); // where the GPU kernels cannot take the stack
     org.apache.spark.sql.classic.Dataset<Row> t = (org.apache.spark.sql.classic.Dataset<Row>) tiles;
     return org.apache.spark.sql.classic.Dataset.ofRows(t.sparkSession(), TriMulNode.over(t.logicalPlan(), stack, plan));
   }

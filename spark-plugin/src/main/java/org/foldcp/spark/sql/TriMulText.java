@@ -29,7 +29,7 @@ final class TriMulText {
     return "\n" + formattedNodeName + "\n" + inputLine + "\n"
         + "Route: " + plan.describe() + " threads=" + plan.threadsPerTask + "\n"
         + (plan.nvshmem == null ? "" : "NVSHMEM: " + plan.nvshmem.describe() + "\n")
-        + "Layers: " + stack.size() + " of D = " + stack.dim() + " " + layers(stack) + "\n"
+        + "Layers: " + stack.size() + " of D = " + stack.dim() + hiddenText(stack, ", H = ") + " " + layers(stack) + "\n"
         + "Metrics: " + plan.metricsLevel.label() + "\n"
         + "Reason: " + plan.reason + "\n";
   }
@@ -39,7 +39,7 @@ final class TriMulText {
    * digest (which identifies the values bit for bit), and why the route was chosen.
    */
   static String verbose(RoutePlan plan, LayerStack stack) {
-    return simple(plan, stack) + " D=" + stack.dim() + " threads=" + plan.threadsPerTask
+    return simple(plan, stack) + " D=" + stack.dim() + hiddenText(stack, " H=") + " threads=" + plan.threadsPerTask
         + (plan.nvshmem == null ? "" : " nvshmem=(" + plan.nvshmem.describe() + ")") + " stack=" + layers(stack)
         + " metrics=" + plan.metricsLevel.label() + " reason=(" + plan.reason + ")";
   }
@@ -51,5 +51,10 @@ final class TriMulText {
       layers.add(layer.spec() + " weights=" + layer.weights().digest().substring(0, 12));
     }
     return layers.toString();
+  }
+
+  /** The stack's hidden width after {@code label} where it differs from D, else nothing. */
+  private static String hiddenText(LayerStack stack, String label) {
+    return stack.hidden() == stack.dim() ? "" : label + stack.hidden();
   }
 }

@@ -21,7 +21,7 @@ public final class Retiling {
 
   /** The layout of one complex on {@code grid}. */
   public static ShardLayout layout(TileRecord r, CpGrid grid) {
-    return new ShardLayout(grid, r.nTokens, r.dim());
+    return ShardLayout.ofTiles(grid, r.nTokens, r.dim());
   }
 
   /** Cuts a tile into the pieces that belong to each rank of the layout of its complex. */

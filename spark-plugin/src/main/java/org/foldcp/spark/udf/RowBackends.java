@@ -9,13 +9,14 @@ import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.route.TaskBackends;
 
 /**
- * One backend per task for the rows of foldcp_trimul: on the GPU it is a borrow of the
+ * One backend per task and kind for the rows of foldcp_trimul: on the GPU it is a borrow of the
  * executor's GPU (which holds a permit), so the rows of a task share one borrow and the task's
- * completion gives it back; on the CPU, one CpuTriMul per task. Outside a task (a direct call)
- * the caller gets a backend of its own to close itself.
+ * completion gives it back; on the CPU, one CpuTriMul per task (a task whose rows name layers the
+ * GPU cannot take holds one of each). Outside a task (a direct call) the caller gets a backend of
+ * its own to close itself.
  */
 final class RowBackends {
-  private static final Map<Long, TriMulBackend> BY_TASK = new ConcurrentHashMap<>();
+  private static final Map<String, TriMulBackend> BY_TASK = new ConcurrentHashMap<>();
 
   private RowBackends() {}
 
@@ -27,7 +28,7 @@ final class RowBackends {
         return work.apply(backend);
       }
     }
-    long attempt = task.taskAttemptId();
+    String attempt = task.taskAttemptId() + "/" + where;
     TriMulBackend backend = BY_TASK.computeIfAbsent(attempt, id -> {
       TriMulBackend b = TaskBackends.open(where, threads);
       task.addTaskCompletionListener(done -> {

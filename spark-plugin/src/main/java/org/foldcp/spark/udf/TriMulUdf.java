@@ -54,7 +54,7 @@ public final class TriMulUdf extends AbstractFunction6<byte[], Number, Number, b
             + " (their norm_in.weight has " + stack.dim() + " values)");
     boolean allowNonFinite = conf.get(FoldCpConf.INPUT_ALLOW_NON_FINITE);
     try {
-      return RowBackends.with(RoutePlan.Backend.of(conf), ExecutorConf.cpuThreadsPerTask(),
+      return RowBackends.with(RoutePlan.Backend.of(conf).forStack(stack), ExecutorConf.cpuThreadsPerTask(),
           backend -> PairBytes.encode(backend.forward(x, stack, allowNonFinite)));
     } catch (NonFiniteInputException e) {
       // A row carries no complex id: the message names the argument and the shape.

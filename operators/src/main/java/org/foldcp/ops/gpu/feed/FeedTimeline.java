@@ -20,11 +20,15 @@ import org.foldcp.ops.gpu.GpuStream;
  */
 final class FeedTimeline implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(FeedTimeline.class.getName());
-  static final int MAX_SPANS = 1 << 16;
+  static final int MAX_SPANS = 1 << 14;
 
   /**
-   * One complex's intervals in milliseconds from the burst's origin: upload (its first copy queued
-   * to its last copy done), kernels (scan and layers), download (after its kernels, to its last byte).
+   * One complex's intervals in milliseconds from the burst's origin, on the GPU's clock: upload
+   * (from when its stream could take its first copy to its last copy done), kernels (scan and
+   * layers), download (from its kernels' end to its last byte). Where the bytes pass through
+   * pinned blocks with host copies (a complex not in the pinned cache, an output not drained into
+   * a pinned span) the upload and download windows include those host copies; from the pinned
+   * cache into a pinned span (the job's cached rows) they are the DMA alone.
    */
   record Span(double upStart, double upEnd, double kernelsStart, double kernelsEnd, double downStart,
               double downEnd) {}
@@ -47,15 +51,23 @@ final class FeedTimeline implements AutoCloseable {
    */
   synchronized void begin(GpuStream compute) {
     if (inFlight++ == 0) {
+      device.makeCurrent(); // the caller's thread may not have touched the device yet
       origin.record(compute);
     }
   }
 
-  /** Adds the complex in {@code slot}, drained (every event of it has run), to the burst. */
-  synchronized void record(DeviceSlot slot) {
-    spans.add(slot.span(origin));
-    if (spans.size() >= MAX_SPANS) {
-      summarize();
+  /**
+   * Adds the complex in {@code slot}, drained (every event of it has run), to the burst. The
+   * origin is not recorded again while the complex is in flight, so its times are read outside
+   * the lock.
+   */
+  void record(DeviceSlot slot) {
+    Span s = slot.span(origin);
+    synchronized (this) {
+      spans.add(s);
+      if (spans.size() >= MAX_SPANS) {
+        summarize();
+      }
     }
   }
 
