@@ -2,6 +2,7 @@ package org.foldcp.spark.shuffle;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -33,7 +34,9 @@ class RankInboxTest {
       assertArrayEquals(new float[] {src}, inbox.fromRanks()[src]);
     }
     assertEquals(9, inbox.layout().n());
-    assertEquals(2, inbox.layout().channelsPerRank());
+    // the complex's tiles, from N and D; the channel split comes with the stack's hidden width
+    assertFalse(inbox.layout().splitsChannels());
+    assertEquals(2, inbox.layout().withHidden(6).channelsPerRank());
   }
 
   @Test
