@@ -16,7 +16,9 @@ import org.foldcp.ops.gpu.GpuStream;
  * complex; its summary is logged when it ends (one line per pass of a job).
  *
  * <p>Owned by its {@link StackFeed} (closed with it); thread-safe; holds at most
- * {@link #MAX_SPANS} spans (a longer burst is summarised in parts).
+ * {@link #MAX_SPANS} spans (a longer burst is summarised in parts, all from the burst's one
+ * origin: CUDA gives elapsed times as float milliseconds, so after about an hour without a pause
+ * the times are good to a quarter of a millisecond only; a job's pass is far shorter).
  */
 final class FeedTimeline implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(FeedTimeline.class.getName());
