@@ -13,7 +13,6 @@ Usage: python3 bench/torch_peers.py --lib native/build/libfoldcp_native.so [--cs
 import argparse
 import ctypes
 import datetime
-import math
 import os
 import statistics
 import subprocess
@@ -23,6 +22,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+import ab_pairs
 from foldcp_lib import EPS, Ours  # noqa: F401 (job_peers, cp_peers and fold_team import them from here)
 
 
@@ -211,6 +211,8 @@ def main():
     ap.add_argument("--csv", default="")
     ap.add_argument("--shapes", default="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256")
     ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--ab-min-ms", type=float, default=400.0,
+                    help="with --baseline-lib: ours and ours_baseline timed in pairs until ours has run this long")
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--compile-max-n", type=int, default=2048)
     ap.add_argument("--no-compile", action="store_true")
@@ -337,6 +339,8 @@ def main():
                     times[name].append(e0.elapsed_time(e1))
                     del r
             med = {k: statistics.median(v) for k, v in times.items()}
+            if "ours" in arms and "ours_baseline" in arms:
+                med.update(ab_pairs.paired_ab(arms, med["ours"], iters, args.ab_min_ms, f"{direction} ({B},{N},{D})"))
             for name in ["ours", "ours_baseline", "torch_eager", "torch_compile"]:
                 if name in status:
                     rows.append([date, args.commit, gpu, 1, "1x1", direction, B, N, D, name,
