@@ -52,10 +52,11 @@ final class FeedTimeline implements AutoCloseable {
    * the zero on {@code compute}, idle between bursts (every complex before was settled).
    */
   synchronized void begin(GpuStream compute) {
-    if (inFlight++ == 0) {
+    if (inFlight == 0) {
       device.makeCurrent(); // the caller's thread may not have touched the device yet
       origin.record(compute);
     }
+    inFlight++; // only once the origin is recorded: a failed begin leaves nothing to end
   }
 
   /**

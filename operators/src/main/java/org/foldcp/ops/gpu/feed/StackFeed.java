@@ -189,9 +189,11 @@ public final class StackFeed implements AutoCloseable {
   private FeedTicket start(DeviceSlot slot, ComplexIn in, List<TriMulLayer> stack, boolean allowNonFinite, String what,
                            long waited) {
     boolean queued = false;
+    boolean begun = false;
     try {
-      timeline.begin(compute); // first: settle, in every case below, ends it
       requireOpen();
+      timeline.begin(compute);
+      begun = true; // from here settle, in every case below, ends it in the timeline
       device.makeCurrent();
       long xBytes = in.pairBytes();
       long maskBytes = in.hasMask() ? in.maskBytes() : 0;
@@ -221,7 +223,7 @@ public final class StackFeed implements AutoCloseable {
           cached != null);
     } finally {
       if (!queued) {
-        settle(slot);
+        settle(slot, begun);
       }
     }
   }
@@ -286,6 +288,11 @@ public final class StackFeed implements AutoCloseable {
 
   /** Returns a slot to the free list once everything queued on its streams has run. */
   void settle(DeviceSlot slot) {
+    settle(slot, true);
+  }
+
+  /** As {@link #settle(DeviceSlot)}; {@code begun}: the complex entered the timeline (it leaves it here). */
+  private void settle(DeviceSlot slot, boolean begun) {
     try {
       slot.up.synchronize();
       slot.down.synchronize();
@@ -293,7 +300,9 @@ public final class StackFeed implements AutoCloseable {
       slot.holdSource(null); // its upload has run
     } finally {
       freeSlots.add(slot);
-      timeline.end();
+      if (begun) {
+        timeline.end();
+      }
     }
   }
 
