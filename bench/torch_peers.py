@@ -13,6 +13,7 @@ Usage: python3 bench/torch_peers.py --lib native/build/libfoldcp_native.so [--cs
 import argparse
 import ctypes
 import datetime
+import math
 import os
 import statistics
 import subprocess

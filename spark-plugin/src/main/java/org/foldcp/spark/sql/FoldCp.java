@@ -2,6 +2,7 @@ package org.foldcp.spark.sql;
 
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -20,6 +21,7 @@ import org.foldcp.ops.io.Npy;
 import org.foldcp.ops.io.OutputPath;
 import org.foldcp.ops.layer.LayerStack;
 import org.foldcp.ops.tensor.PairTensor;
+import org.foldcp.spark.config.FoldCpConf;
 import org.foldcp.spark.route.RoutePlan;
 import org.foldcp.spark.tiles.PairTiles;
 import org.foldcp.spark.tiles.Retiling;
@@ -69,11 +71,31 @@ public final class FoldCp {
   public static Dataset<Row> apply(Dataset<Row> tiles, LayerStack stack, FoldCpOptions options) {
     org.apache.spark.sql.classic.SparkSession session = classicSession(tiles);
     requireExtension(session);
-    Map<String, String> settings = options.applyTo(settings(session));
-    if (org.foldcp.spark.config.FoldCpConf.from(settings).cpAuto()) {
+    Map<String, String> settings = forStack(options.applyTo(settings(session)), stack);
+    if (FoldCpConf.from(settings).cpAuto()) {
       return CpAutoPlanner.apply(tileColumns(tiles), stack, settings);
     }
     return withPlan(tileColumns(tiles), stack, RouteChooser.choose(settings));
+  }
+
+  /**
+   * The settings {@code stack} is planned under: as given where the GPU kernels take it; else with
+   * GPUs off, so that every choice made by auto (the backend, the local-mode GPU, the transport of
+   * a team) lands on the CPU, unless the settings force the GPU (route gpu, transport nvshmem):
+   * then the plan is refused by name ({@link RoutePlan#forStack}).
+   */
+  static Map<String, String> forStack(Map<String, String> settings, LayerStack stack) {
+    if (RoutePlan.gpuKernelsTake(stack)) {
+      return settings;
+    }
+    FoldCpConf conf = FoldCpConf.from(settings);
+    if (conf.get(FoldCpConf.ROUTE) == FoldCpConf.Route.GPU
+        || conf.get(FoldCpConf.CP_TRANSPORT) == FoldCpConf.Transport.NVSHMEM) {
+      return settings;
+    }
+    Map<String, String> cpu = new HashMap<>(settings);
+    cpu.put(FoldCpConf.GPU_ENABLED.name(), "false");
+    return cpu;
   }
 
   /** The TriMul node of {@code plan} over {@code tiles} (tile columns already selected). */

@@ -222,8 +222,10 @@ public final class StackFeed implements AutoCloseable {
       return new FeedTicket(this, slot, in.n(), in.dim(), xBytes, allowNonFinite, what, waited, copied.copyNanos(),
           cached != null);
     } finally {
-      if (!queued) {
-        settle(slot, begun);
+      if (!queued && begun) {
+        settle(slot);
+      } else if (!queued) {
+        freeSlots.add(slot); // nothing was queued on its streams (a closed feed's are gone)
       }
     }
   }
@@ -286,13 +288,11 @@ public final class StackFeed implements AutoCloseable {
     return device;
   }
 
-  /** Returns a slot to the free list once everything queued on its streams has run. */
+  /**
+   * Returns a slot to the free list once everything queued on its streams has run; its complex
+   * leaves the timeline.
+   */
   void settle(DeviceSlot slot) {
-    settle(slot, true);
-  }
-
-  /** As {@link #settle(DeviceSlot)}; {@code begun}: the complex entered the timeline (it leaves it here). */
-  private void settle(DeviceSlot slot, boolean begun) {
     try {
       slot.up.synchronize();
       slot.down.synchronize();
@@ -300,9 +300,7 @@ public final class StackFeed implements AutoCloseable {
       slot.holdSource(null); // its upload has run
     } finally {
       freeSlots.add(slot);
-      if (begun) {
-        timeline.end();
-      }
+      timeline.end();
     }
   }
 
