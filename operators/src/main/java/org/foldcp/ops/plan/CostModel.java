@@ -12,7 +12,8 @@ import org.foldcp.ops.InvalidInputException;
  *       (the triangle GEMM) 2BN^3H, stage 3 (LN_out, p_out H -> D and g_out D -> D) 2BN^2HD +
  *       2BN^2D^2; the element-wise
  *       term E * s is split evenly between stages 1 and 3 (each makes one pass over the pair tensor
- *       with its LayerNorm). Each of cp ranks does 1/cp of every stage.</li>
+ *       with its LayerNorm), scaled by (D + H) / 2D where H differs (a, b and z have H channels;
+ *       an assumption, not a calibration). Each of cp ranks does 1/cp of every stage.</li>
  *   <li>Reshards, per rank and layer: stage 1 stores a and b of its tokens to the channels' owners,
  *       4BN^2H(cp - 1)/cp^2 bytes; stage 2 stores z back to the tokens' owners, 2BN^2H(cp - 1)/cp^2
  *       (bf16), as the CP plan counts them.</li>
@@ -85,7 +86,9 @@ public final class CostModel {
     InvalidInputException.require(h % cp == 0, "cp", cp, "must divide " + (h == d ? "D" : "H") + " = " + h
         + " (each rank owns " + (h == d ? "D" : "H") + " / cp channels of the triangle product)");
     double perFlop = 1 / rates.flopsPerSecond();
-    double elementPass = elements(b, n, d) * rates.secondsPerElement() / 2;
+    // the passes over x and the output (D channels) and over a, b and z (H), in the calibration's
+    // proportion at H = D: one rate per element of the pair tensor, scaled by (D + H) / 2D
+    double elementPass = elements(b, n, d) * rates.secondsPerElement() / 2 * (d + h) / (2.0 * d);
     double s1 = (8.0 * b * n * n * h * d * perFlop + elementPass) / cp;
     double s2 = 2.0 * b * n * n * n * h * perFlop / cp;
     double s3 = ((2.0 * h * d + 2.0 * d * d) * b * n * n * perFlop + elementPass) / cp;

@@ -51,7 +51,7 @@ public final class BarrierRoute implements TileRoute {
     RoutePlan plan = resolveTeams(tiles.context(), asked, stack); // the stage's plan: teams known
     CpGrid grid = plan.grid;
     boolean allowNonFinite = plan.allowNonFinite;
-    TeamAssignment teams = plan.teams > 1 ? assign(tiles, plan.teams) : null;
+    TeamAssignment teams = plan.teams > 1 ? assign(tiles, plan.teams, stack.hidden()) : null;
     // NaN and Inf are refused here, before the barrier stage: a rank failing alone inside the
     // team would leave its peers waiting (an NVSHMEM team until its timeout).
     JavaRDD<TileRecord> layoutTiles = tiles
@@ -99,7 +99,7 @@ public final class BarrierRoute implements TileRoute {
    * complex's shape: one Spark job over the tiles' headers before the stage (the tiles' lineage
    * runs once more for it; cache the input when that is costly).
    */
-  static TeamAssignment assign(JavaRDD<TileRecord> tiles, int teams) {
+  static TeamAssignment assign(JavaRDD<TileRecord> tiles, int teams, int hidden) {
     // as text "N D id": the shapes cross Spark's data serializer (Kryo cannot serialize records)
     List<TeamAssignment.Complex> complexes = tiles
         .map(t -> t.nTokens + " " + t.dim() + " " + t.complexId)
@@ -111,7 +111,7 @@ public final class BarrierRoute implements TileRoute {
           return new TeamAssignment.Complex(f[2], Integer.parseInt(f[0]), Integer.parseInt(f[1]));
         })
         .toList();
-    TeamAssignment a = TeamAssignment.of(complexes, teams);
+    TeamAssignment a = TeamAssignment.of(complexes, teams, hidden);
     if (LOG.isInfoEnabled()) {
       StringBuilder work = new StringBuilder();
       for (double w : a.work()) {

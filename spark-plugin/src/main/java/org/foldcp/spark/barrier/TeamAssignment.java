@@ -31,14 +31,23 @@ public final class TeamAssignment implements Serializable {
     this.work = work;
   }
 
-  /** The assignment of {@code complexes} (distinct ids) to {@code teams} teams. */
+  /** The assignment of {@code complexes} (distinct ids) to {@code teams} teams, under layers of H = D. */
   public static TeamAssignment of(List<Complex> complexes, int teams) {
+    return of(complexes, teams, 0);
+  }
+
+  /**
+   * As {@link #of(List, int)} under layers of hidden width {@code hidden} (0: each complex's D):
+   * a complex's work is its layer's FLOPs, the triangle's N^3 term scaling with H.
+   */
+  public static TeamAssignment of(List<Complex> complexes, int teams, int hidden) {
     if (teams < 1) {
       throw new IllegalArgumentException("teams = " + teams + ": must be >= 1");
     }
     List<Complex> order = new ArrayList<>(complexes);
-    order.sort(Comparator.comparingDouble((Complex c) -> -CostModel.flops(1, c.n(), c.dim()))
-        .thenComparing(Complex::id));
+    java.util.function.ToDoubleFunction<Complex> flops =
+        c -> CostModel.flops(1, c.n(), c.dim(), hidden > 0 ? hidden : c.dim());
+    order.sort(Comparator.comparingDouble((Complex c) -> -flops.applyAsDouble(c)).thenComparing(Complex::id));
     double[] work = new double[teams];
     Map<String, Integer> teamOf = new HashMap<>();
     for (Complex c : order) {
@@ -51,7 +60,7 @@ public final class TeamAssignment implements Serializable {
       if (teamOf.put(c.id(), best) != null) {
         throw new IllegalArgumentException("complex '" + c.id() + "' is listed twice");
       }
-      work[best] += CostModel.flops(1, c.n(), c.dim());
+      work[best] += flops.applyAsDouble(c);
     }
     return new TeamAssignment(teams, teamOf, work);
   }
