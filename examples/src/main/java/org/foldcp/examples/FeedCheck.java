@@ -14,6 +14,7 @@ import org.apache.spark.sql.RowFactory;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.functions;
 import org.apache.spark.storage.StorageLevel;
+import org.foldcp.ops.gpu.ScanResult;
 import org.foldcp.ops.gpu.GpuAvailability;
 import org.foldcp.ops.gpu.GpuDevice;
 import org.foldcp.ops.gpu.MemoryLeakCheck;
@@ -105,7 +106,7 @@ final class FeedCheck {
               differ.isEmpty() ? "" : "; differ: " + differ));
       // the pool, the 16-byte scan result of each of the 4 device slots (the default) and the one of
       // the backend (GpuTriMul scans what it uploads itself for the complexes the slots leave to it)
-      long feedPinned = (32L << 20) + 4 * 16 + 16;
+      long feedPinned = (32L << 20) + 4 * ScanResult.BYTES + ScanResult.BYTES;
       ok &= report(pinnedAfterFirst - pinnedBefore == feedPinned, String.format(Locale.ROOT,
           "the feed and the backend opened their pinned memory once: +%d bytes (the 32 MiB pool, 4 slots' and the"
               + " backend's 16-byte scan results: %d)", pinnedAfterFirst - pinnedBefore, feedPinned));

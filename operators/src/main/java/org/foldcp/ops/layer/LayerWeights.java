@@ -101,11 +101,11 @@ public final class LayerWeights implements Serializable {
       throw missing(prefix, NORM_IN_W, given, openFold);
     }
     long[] s = normIn.shape();
-    InvalidInputException.require(s.length == 1 && s[0] >= 1, "shape of '" + prefix + shown(normIn, NORM_IN_W) + "'",
+    InvalidInputException.require(s.length == 1 && s[0] >= 1, "shape of '" + shownKey(prefix, normIn, NORM_IN_W) + "'",
         normIn.shapeString(), "must be [D], one value per pair channel");
     int d = (int) s[0];
     if (expectedDim >= 0) {
-      InvalidInputException.require(d == expectedDim, "D of '" + prefix + shown(normIn, NORM_IN_W) + "'", d,
+      InvalidInputException.require(d == expectedDim, "D of '" + shownKey(prefix, normIn, NORM_IN_W) + "'", d,
           "must equal the pair tensor's channel count D = " + expectedDim);
     }
     WeightTensor pIn = tensors.get(P_IN_W);
@@ -114,7 +114,7 @@ public final class LayerWeights implements Serializable {
     }
     long[] ps = pIn.shape();
     InvalidInputException.require(ps.length == 2 && ps[0] >= 2 && ps[0] % 2 == 0 && ps[1] == d,
-        "shape of '" + prefix + shown(pIn, P_IN_W) + "'", pIn.shapeString(),
+        "shape of '" + shownKey(prefix, pIn, P_IN_W) + "'", pIn.shapeString(),
         "must be [2H, D] with D = " + d + ": the projections of a and b, H rows each");
     int h = (int) (ps[0] / 2);
     Map<String, float[]> vals = new LinkedHashMap<>();
@@ -154,10 +154,15 @@ public final class LayerWeights implements Serializable {
     return t.name() == null || t.name().equals(name) ? name : t.name();
   }
 
+  /** {@code prefix} before the shown name, before each of two stacked halves ("a + b") alike. */
+  private static String shownKey(String prefix, WeightTensor t, String name) {
+    return prefix + shown(t, name).replace(" + ", "' + '" + prefix);
+  }
+
   /** Checks shape and values under the map key {@code name}; returns a private copy (the digest must stay true). */
   private static float[] checked(String prefix, String name, WeightTensor t, int d, int h) {
     long[] want = expectedShape(name, d, h);
-    String key = prefix + shown(t, name);
+    String key = shownKey(prefix, t, name);
     InvalidInputException.require(t.hasShape(want), "shape of '" + key + "'", t.shapeString(),
         "must be " + Arrays.toString(want) + " for D = " + d + ", H = " + h + " (H from " + P_IN_W + ")");
     for (float v : t.values()) {

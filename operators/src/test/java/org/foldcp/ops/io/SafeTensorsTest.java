@@ -554,6 +554,14 @@ class SafeTensorsTest {
     noZ.remove(OUT + "linear_z.weight");
     String gone = message(() -> SafeTensors.readLayer(write(noZ), OUT, 16));
     assertTrue(gone.contains("'" + OUT + "linear_z.weight' = missing") && gone.contains("linear_g.weight"), gone);
+    // two halves of the wrong width: both named with their prefix
+    Map<String, WeightTensor> narrow = openFold(OUT, w, false);
+    for (String k : new String[] {"linear_a_p.weight", "linear_b_p.weight"}) {
+      narrow.put(OUT + k, new WeightTensor(k, new long[] {8, 12}, new float[96]));
+    }
+    String halves = message(() -> SafeTensors.readLayer(write(narrow), OUT, 16));
+    assertTrue(halves.contains("shape of '" + OUT + "linear_a_p.weight' + '" + OUT + "linear_b_p.weight' = [16, 12]")
+        && halves.contains("[2H, D]"), halves);
   }
 
   private Map<String, WeightTensor> prefixed(LayerWeights w) {
