@@ -91,13 +91,9 @@ final class JobBenchFeedArm implements AutoCloseable {
   /** Thread {@code first}'s complexes, three in flight, the oldest drained first. */
   private void run(int first, List<TriMulLayer> layers, ArrayDeque<FeedTicket> inFlight) {
     for (int k = first; k < cached.size(); k += slots) {
-      CachedComplex c = cached.get(k);
-      FeedTicket ticket = inFlight.isEmpty() ? feed.submit(c, layers, false, "complex " + k)
-          : feed.trySubmit(c, layers, false, "complex " + k);
-      while (ticket == null) {
-        drainOldest(inFlight);
-        ticket = inFlight.isEmpty() ? feed.submit(c, layers, false, "complex " + k)
-            : feed.trySubmit(c, layers, false, "complex " + k);
+      FeedTicket ticket;
+      while ((ticket = offer(k, layers, inFlight.isEmpty())) == null) {
+        drainOldest(inFlight); // no slot free at once: the oldest makes room
       }
       inFlight.add(ticket);
       if (inFlight.size() == DEPTH) {
@@ -107,6 +103,15 @@ final class JobBenchFeedArm implements AutoCloseable {
     while (!inFlight.isEmpty()) {
       drainOldest(inFlight);
     }
+  }
+
+  /**
+   * Complex {@code k} into the feed: waiting for a slot when the thread holds none, else only if
+   * one is free at once (null otherwise), as FeedForward does, so that no thread waits holding slots.
+   */
+  private FeedTicket offer(int k, List<TriMulLayer> layers, boolean holdsNone) {
+    CachedComplex c = cached.get(k);
+    return holdsNone ? feed.submit(c, layers, false, "complex " + k) : feed.trySubmit(c, layers, false, "complex " + k);
   }
 
   /** The oldest complex's output into a pinned span where the pool has one (as the job's output row), else through blocks. */

@@ -6,6 +6,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.ToDoubleFunction;
 import org.foldcp.ops.plan.CostModel;
 
 /**
@@ -45,7 +46,7 @@ public final class TeamAssignment implements Serializable {
       throw new IllegalArgumentException("teams = " + teams + ": must be >= 1");
     }
     List<Complex> order = new ArrayList<>(complexes);
-    java.util.function.ToDoubleFunction<Complex> flops =
+    ToDoubleFunction<Complex> flops =
         c -> CostModel.flops(1, c.n(), c.dim(), hidden > 0 ? hidden : c.dim());
     order.sort(Comparator.comparingDouble((Complex c) -> -flops.applyAsDouble(c)).thenComparing(Complex::id));
     double[] work = new double[teams];

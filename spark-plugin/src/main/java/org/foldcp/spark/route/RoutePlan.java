@@ -81,8 +81,8 @@ public final class RoutePlan implements Serializable {
     InvalidInputException.require(backend != Backend.GPU, "H of the layer stack", stack.hidden(),
         "must equal D = " + stack.dim() + " on the GPU (" + reason + "): " + why
             + "; the CPU backend takes it (spark.foldcp.route = cpu or auto)");
-    return backend == Backend.AUTO ? withBackend(Backend.CPU).withReason(reason + "; on the CPU: " + why)
-        : withReason(reason + "; " + why);
+    Backend b = backend.forStack(stack); // the one rule: AUTO becomes the CPU
+    return b == backend ? withReason(reason + "; " + why) : withBackend(b).withReason(reason + "; on the CPU: " + why);
   }
 
   /** How the ranks of a barrier plan exchange the reshards. */
