@@ -51,7 +51,10 @@ public final class FeedTicket {
     requireUndrained();
     done = true;
     try {
-      downloadAfterCompute();
+      feed.device().makeCurrent();
+      slot.computed.makeWait(slot.down);
+      slot.downStart.record(slot.down);
+      queueScanResult();
       long[] gpu = {-1};
       PinnedTransfers.Copied copied = feed.transfers().download(slot.x(), bytes, slot.down, (offset, src, len) -> {
         if (gpu[0] < 0) {
@@ -86,10 +89,19 @@ public final class FeedTicket {
     }
     done = true;
     try {
-      downloadAfterCompute();
-      run.downloadFrom(slot.x(), at, bytes, slot.down);
-      slot.downloaded.record(slot.down);
       long t0 = System.nanoTime();
+      CopyChain chain = feed.downloads();
+      if (chain.queued()) {
+        // queued downloads go in the order their kernels end: one queued behind kernels still
+        // running would hold back the downloads of complexes that are done
+        slot.computed.synchronize();
+      }
+      feed.device().makeCurrent();
+      slot.computed.makeWait(slot.down);
+      chain.queue(slot.down, slot.downStart, slot.downloaded, () -> {
+        queueScanResult();
+        run.downloadFrom(slot.x(), at, bytes, slot.down);
+      });
       slot.down.synchronize();
       long waited = System.nanoTime() - t0;
       long gpu = computedNanos();
@@ -115,13 +127,10 @@ public final class FeedTicket {
   }
 
   /**
-   * Makes the slot's download stream wait for the complex's kernels and, unless non-finite input
-   * is allowed, queues the copy of the scan's result on it ahead of the output.
+   * Unless non-finite input is allowed, queues the copy of the scan's result on the download
+   * stream (which waits for the kernels already) ahead of the output.
    */
-  private void downloadAfterCompute() {
-    feed.device().makeCurrent();
-    slot.computed.makeWait(slot.down);
-    slot.downStart.record(slot.down);
+  private void queueScanResult() {
     if (!allowNonFinite) {
       slot.result.copyToHostAsync(0, slot.resultHost, 0, DeviceSlot.RESULT_BYTES, slot.down);
     }

@@ -57,6 +57,8 @@ public final class StackFeed implements AutoCloseable {
   private DeviceBuffer workspace; // guarded by computeLock
   private volatile boolean closed;
   private final FeedTimeline timeline;
+  private final CopyChain uploads;
+  private final CopyChain downloads;
 
   private final AtomicLong complexes = new AtomicLong();
   private final AtomicLong bytesIn = new AtomicLong();
@@ -81,6 +83,8 @@ public final class StackFeed implements AutoCloseable {
     this.transfers = Objects.requireNonNull(transfers, "transfers");
     this.memoryBudget = memoryBudget;
     this.freeSlots = new ArrayBlockingQueue<>(settings.slots(), true);
+    this.uploads = new CopyChain(settings.copyOrder());
+    this.downloads = new CopyChain(settings.copyOrder());
     GpuStream s = null;
     FeedTimeline tl = null;
     try {
@@ -108,7 +112,7 @@ public final class StackFeed implements AutoCloseable {
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
         + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
         + settings.slots() + " device slots, " + transfers.copyThreads() + " copy threads, one compute stream and an"
-        + " upload and a download stream per slot; cached rows in pinned memory up to " + mib(cache.capacity())
+        + " upload and a download stream per slot, copies of whole complexes " + settings.copyOrder() + "; cached rows in pinned memory up to " + mib(cache.capacity())
         + " (uploaded where they lie, no host copy)");
   }
 
@@ -198,16 +202,18 @@ public final class StackFeed implements AutoCloseable {
       long xBytes = in.pairBytes();
       long maskBytes = in.hasMask() ? in.maskBytes() : 0;
       slot.ensure(xBytes, maskBytes);
-      slot.upStart.record(slot.up);
       PinnedCache.Span cached = cache.find(in.pairAddress(), xBytes);
       PinnedTransfers.Copied copied;
       if (cached != null) {
         // the values lie in the pinned cache: the DMA engine reads them there, nothing is copied on the host
         slot.holdSource(cached);
-        slot.x().copyFromPinnedAsync(0, in.pairAddress(), xBytes, slot.up);
+        uploads.queue(slot.up, slot.upStart, slot.uploaded,
+            () -> slot.x().copyFromPinnedAsync(0, in.pairAddress(), xBytes, slot.up));
         bytesInPlace.addAndGet(xBytes);
         copied = PinnedTransfers.Copied.NONE;
       } else {
+        // block by block as the copy threads fill them: not chained (the host copies set the pace)
+        slot.upStart.record(slot.up);
         copied = transfers.upload(in::copyPair, xBytes, slot.x(), slot.up);
       }
       if (maskBytes > 0) {
@@ -286,6 +292,11 @@ public final class StackFeed implements AutoCloseable {
 
   GpuDevice device() {
     return device;
+  }
+
+  /** The order of whole-complex downloads into pinned spans. */
+  CopyChain downloads() {
+    return downloads;
   }
 
   /**
