@@ -38,8 +38,7 @@ import org.foldcp.spark.sql.RowCachedBatchSerializer;
  *   <li>bare: the backend's tensor forward in a loop in this JVM (GpuTriMul or CpuTriMul over
  *       PairTensors);</li>
  *   <li>on a GPU, feed: the job's GPU data path without Spark ({@link JobBenchFeedArm}: a feed of
- *       the job's sizes driven by as many threads as the job has task slots), and feed_shared_copies:
- *       the same with {@link FeedSettings.CopyOrder#SHARED};</li>
+ *       the job's sizes driven by as many threads as the job has task slots);</li>
  *   <li>on a GPU, the device's floors ({@link DeviceFloors}): compute_floor, copy_floor and
  *       overlapped_floor.</li>
  * </ul>
@@ -83,9 +82,7 @@ public final class JobBenchmark {
     try (TriMulBackend backend = s.gpu() ? new GpuTriMul(0) : new CpuTriMul(s.threads());
          DeviceFloors floors = s.gpu() ? new DeviceFloors((GpuTriMul) backend, stack, complexes) : null;
          JobBenchFeedArm feedArm = s.gpu()
-             ? new JobBenchFeedArm((GpuTriMul) backend, stack, complexes, s.slots(), feedSettings(s)) : null;
-         JobBenchFeedArm sharedArm = s.gpu() ? new JobBenchFeedArm((GpuTriMul) backend, stack, complexes, s.slots(),
-             feedSettings(s).withCopyOrder(FeedSettings.CopyOrder.SHARED)) : null) {
+             ? new JobBenchFeedArm((GpuTriMul) backend, stack, complexes, s.slots(), feedSettings(s)) : null) {
       List<Arm> arms = new ArrayList<>();
       Dataset<Row> cached = JobBenchInput.cachedInput(spark, s);
       double cacheSeconds = timed(cached::count); // builds the cache (every column), untimed by the arms
@@ -96,8 +93,6 @@ public final class JobBenchmark {
       arms.add(bareArm(backend, stack, complexes));
       if (feedArm != null) {
         arms.add(arm("feed", feedArm::pass));
-        // the other copy order, to decide between them on the device (FeedSettings.CopyOrder)
-        arms.add(arm("feed_shared_copies", sharedArm::pass));
       }
       if (floors != null) {
         int count = s.complexes();

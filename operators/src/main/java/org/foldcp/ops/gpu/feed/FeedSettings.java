@@ -17,16 +17,8 @@ import org.foldcp.ops.gpu.PinnedTransfers;
  *     runs at several threads' memory bandwidth
  * @param cacheBytes the most pinned host bytes that cached rows may take ({@link PinnedCache}):
  *     allocated span by span as rows are cached, none before; 0 keeps every cached row on the heap
- * @param copyOrder how the copies of different complexes share the copy engines ({@link CopyChain})
  */
-public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyThreads, long cacheBytes,
-                           CopyOrder copyOrder) {
-  /**
-   * How an upload (or a download) of one complex meets those of others, for the whole copy of a
-   * complex from the pinned cache or into a pinned span: {@code QUEUED}, one after another in the
-   * order they were queued; {@code SHARED}, all at once on their slots' streams.
-   */
-  public enum CopyOrder { QUEUED, SHARED }
+public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyThreads, long cacheBytes) {
 
   /** 16 MiB blocks: large enough for the DMA engines' full rate, small enough to stream through. */
   public static final long DEFAULT_BLOCK_BYTES = 16L << 20;
@@ -40,11 +32,6 @@ public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyT
   public static final FeedSettings DEFAULT = new FeedSettings(DEFAULT_POOL_BYTES, DEFAULT_BLOCK_BYTES, DEFAULT_SLOTS,
       DEFAULT_COPY_THREADS, DEFAULT_CACHE_BYTES);
 
-  /** With the queued copy order. */
-  public FeedSettings(long poolBytes, long blockBytes, int slots, int copyThreads, long cacheBytes) {
-    this(poolBytes, blockBytes, slots, copyThreads, cacheBytes, CopyOrder.QUEUED);
-  }
-
   public FeedSettings {
     InvalidInputException.require(blockBytes >= (1L << 20) && blockBytes <= (1L << 30), "pinned block bytes",
         blockBytes, "must lie in [1 MiB, 1 GiB]");
@@ -57,12 +44,6 @@ public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyT
     InvalidInputException.require(copyThreads >= 1 && copyThreads <= 256, "feed copy threads", copyThreads,
         "must lie in [1, 256]");
     InvalidInputException.require(cacheBytes >= 0, "pinned cache bytes", cacheBytes, "must be >= 0");
-    java.util.Objects.requireNonNull(copyOrder, "copyOrder");
-  }
-
-  /** These settings with {@code order}. */
-  public FeedSettings withCopyOrder(CopyOrder order) {
-    return new FeedSettings(poolBytes, blockBytes, slots, copyThreads, cacheBytes, order);
   }
 
   /** Whole blocks in the pool. */

@@ -90,15 +90,12 @@ public final class FeedTicket {
     done = true;
     try {
       long t0 = System.nanoTime();
-      CopyChain chain = feed.downloads();
-      if (chain.queued()) {
-        // queued downloads go in the order their kernels end: one queued behind kernels still
-        // running would hold back the downloads of complexes that are done
-        slot.computed.synchronize();
-      }
+      // downloads are queued in the order their kernels end: one queued behind kernels still
+      // running would hold back the downloads of complexes that are done
+      slot.computed.synchronize();
       feed.device().makeCurrent();
       slot.computed.makeWait(slot.down);
-      chain.queue(slot.down, slot.downStart, slot.downloaded, () -> {
+      feed.downloads().queue(slot.down, slot.downStart, slot.downloaded, () -> {
         queueScanResult();
         run.downloadFrom(slot.x(), at, bytes, slot.down);
       });

@@ -83,8 +83,8 @@ public final class StackFeed implements AutoCloseable {
     this.transfers = Objects.requireNonNull(transfers, "transfers");
     this.memoryBudget = memoryBudget;
     this.freeSlots = new ArrayBlockingQueue<>(settings.slots(), true);
-    this.uploads = new CopyChain(settings.copyOrder());
-    this.downloads = new CopyChain(settings.copyOrder());
+    this.uploads = new CopyChain();
+    this.downloads = new CopyChain();
     GpuStream s = null;
     FeedTimeline tl = null;
     try {
@@ -112,7 +112,7 @@ public final class StackFeed implements AutoCloseable {
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
         + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
         + settings.slots() + " device slots, " + transfers.copyThreads() + " copy threads, one compute stream and an"
-        + " upload and a download stream per slot, copies of whole complexes " + settings.copyOrder() + "; cached rows in pinned memory up to " + mib(cache.capacity())
+        + " upload and a download stream per slot, whole-complex copies queued one at a time per direction; cached rows in pinned memory up to " + mib(cache.capacity())
         + " (uploaded where they lie, no host copy)");
   }
 
