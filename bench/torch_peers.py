@@ -366,7 +366,7 @@ def main():
             for r in rows:
                 f.write(",".join(str(v) for v in r) + "\n")
 
-    print("\n=== TriMul, one H200: median ms (ratio = peer / ours, > 1 means ours is faster) ===")
+    print(f"\n=== TriMul, one {gpu}: median ms (ratio = peer / ours, > 1 means ours is faster) ===")
     print(f"{'dir':8s} {'B,N,D':12s} {'ours':>8s} {'TF/s':>6s} {'eager':>8s} {'x':>6s} {'compile':>8s} {'x':>6s}")
     for direction, B, N, D, med, status in table:
         o = med.get("ours")

@@ -12,8 +12,9 @@ import org.foldcp.ops.gpu.PinnedHostBuffer;
 /**
  * Room on the device for one complex between its upload and its download: the pair tensor (the
  * stack runs on it in place), the mask, the non-finite scan's result, and the slot's own upload
- * and download streams, so that the copies of different complexes never wait on each other's
- * streams (only on the events that order upload, compute and download of one complex).
+ * and download streams: the copies of different complexes wait on no stream of each other's, only
+ * on events (those that order one complex's upload, kernels and download, and the previous
+ * whole-complex copy's in the same direction, {@link CopyChain}).
  *
  * <p>Buffers grow to the largest complex the slot has held and stay (no reallocation while the
  * shapes repeat). A slot is used by one thread at a time, between the feed's submit and the end
