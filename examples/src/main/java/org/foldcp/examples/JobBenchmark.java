@@ -107,6 +107,7 @@ public final class JobBenchmark {
         passes.put(a.name(), new double[s.repeats()]);
       }
       JobMetrics metrics = JobMetrics.listenTo(spark);
+      JobPhases phases = JobPhases.listenTo(spark.sparkContext());
       double lastJobPass = 0;
       try (TaskSampler sampler = new TaskSampler(SAMPLE_MILLIS)) {
         for (int r = 0; r < s.repeats(); r++) {
@@ -115,16 +116,19 @@ public final class JobBenchmark {
             boolean job = a.name().equals("job");
             if (job) {
               metrics.reset();
+              phases.passStarts();
               sampler.resume();
             }
             passes.get(a.name())[r] = a.pass();
             if (job) {
+              phases.passEnds();
               sampler.pause();
               lastJobPass = passes.get(a.name())[r];
             }
           }
         }
         JobBenchReport.printJobMetrics(metrics.last(), lastJobPass, s.slots());
+        System.out.println(phases.describe());
         sampler.report(PROFILE_TOP).forEach(System.out::println);
       }
     } finally {

@@ -48,8 +48,22 @@ class JobBenchmarkTest {
   @Test
   void onTheCpuTheJobAndTheBareLoopEachGetARow(@TempDir Path dir) throws IOException {
     Path csv = dir.resolve("job-bench-cpu.csv");
-    JobBenchmark.main(new String[] {"--backend", "cpu", "--complexes", "2", "--n", "12", "--dim", "32", "--layers", "1",
-        "--repeats", "1", "--threads", "1", "--csv", csv.toString()});
+    java.io.ByteArrayOutputStream printed = new java.io.ByteArrayOutputStream();
+    java.io.PrintStream stdout = System.out;
+    System.setOut(new java.io.PrintStream(printed, true, java.nio.charset.StandardCharsets.UTF_8));
+    try {
+      JobBenchmark.main(new String[] {"--backend", "cpu", "--complexes", "2", "--n", "12", "--dim", "32", "--layers",
+          "1", "--repeats", "1", "--threads", "1", "--csv", csv.toString()});
+    } finally {
+      System.setOut(stdout);
+    }
+    String out = printed.toString(java.nio.charset.StandardCharsets.UTF_8);
+    System.out.print(out);
+    // Spark's phases of the job's pass, from its listener events: the pass's own job and tasks
+    // (the arm before it ran jobs too), every phase a count of milliseconds
+    assertTrue(out.matches("(?s).*spark phases, last job pass \\(\\d+ ms, [1-9]\\d* job\\(s\\), [1-9]\\d* tasks\\): \\d+ ms"
+        + " to the first job's start.*"), out);
+    assertTrue(!out.contains("spark phases: none caught"), out);
     List<String> lines = Files.readAllLines(csv);
     assertTrue(lines.get(0).startsWith("# JobBenchmark "), lines.get(0));
     assertEquals(JobBenchReport.HEADER, lines.get(1));
@@ -60,7 +74,7 @@ class JobBenchmarkTest {
   }
 
   /**
-   * On the GPU: the job, Spark's own pass, the bare loop and the device's three floors, one row each, every share of
+   * On the GPU: the job, Spark's own pass, the bare loop, the feed and the device's three floors, one row each, every share of
    * the overlapped floor filled in; a second run with --append adds rows under the same header.
    */
   @Test
@@ -74,8 +88,8 @@ class JobBenchmarkTest {
     JobBenchmark.main(args);
     List<String> lines = Files.readAllLines(csv);
     assertEquals(JobBenchReport.HEADER, lines.get(1));
-    assertEquals(8, lines.size(), String.join("\n", lines));
-    List<String> arms = List.of("job", "spark_scan", "bare", "compute_floor", "copy_floor", "overlapped_floor");
+    assertEquals(9, lines.size(), String.join("\n", lines));
+    List<String> arms = List.of("job", "spark_scan", "bare", "feed", "compute_floor", "copy_floor", "overlapped_floor");
     for (int k = 0; k < arms.size(); k++) {
       String row = lines.get(2 + k);
       assertTrue(row.contains(",gpu,3,64,32,2,2,2," + arms.get(k) + ","), row);
@@ -84,6 +98,6 @@ class JobBenchmarkTest {
     String[] again = java.util.Arrays.copyOf(args, args.length + 1);
     again[args.length] = "--append";
     JobBenchmark.main(again);
-    assertEquals(14, Files.readAllLines(csv).size(), "appended under the same header");
+    assertEquals(16, Files.readAllLines(csv).size(), "appended under the same header");
   }
 }
