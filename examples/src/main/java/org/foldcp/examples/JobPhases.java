@@ -32,9 +32,14 @@ final class JobPhases extends SparkListener {
   private long lastJobEnd;
   private int jobsRunning;
   private int jobs;
+  private final SparkContext sc;
+
+  private JobPhases(SparkContext sc) {
+    this.sc = sc;
+  }
 
   static JobPhases listenTo(SparkContext sc) {
-    JobPhases p = new JobPhases();
+    JobPhases p = new JobPhases(sc);
     sc.addSparkListener(p);
     return p;
   }
@@ -63,7 +68,7 @@ final class JobPhases extends SparkListener {
 
   @Override
   public synchronized void onJobStart(SparkListenerJobStart e) {
-    if (passStart == 0 || e.time() < passStart || (passEnd != 0 && e.time() > passEnd)) {
+    if (passStart == 0 || e.time() < passStart || (passEnd != 0 && e.time() >= passEnd)) {
       return; // the arm's before or after
     }
     if (firstJobStart == 0) {
@@ -84,7 +89,6 @@ final class JobPhases extends SparkListener {
     }
     lastJobEnd = Math.max(lastJobEnd, e.time());
     jobsRunning--;
-    notifyAll();
   }
 
   @Override
@@ -94,46 +98,58 @@ final class JobPhases extends SparkListener {
     }
     TaskInfo i = e.taskInfo();
     TaskMetrics m = e.taskMetrics();
-    tasks.add(new long[] {i.launchTime(), i.finishTime(), m == null ? 0 : m.executorDeserializeTime(),
+    // a task without metrics (failed early) counts in the span only: -1 leaves it out of the averages
+    tasks.add(new long[] {i.launchTime(), i.finishTime(), m == null ? -1 : m.executorDeserializeTime(),
         m == null ? 0 : m.executorRunTime(), m == null ? 0 : m.resultSerializationTime()});
   }
 
   /**
-   * The pass's phases in one line, waiting up to 5 s for Spark's listener bus to deliver the
-   * pass's job ends (it runs behind the driver).
+   * The pass's phases in one line, once Spark's listener bus has delivered every event posted
+   * before this call (it runs behind the driver; up to 5 s).
    */
-  synchronized String describe() {
-    long until = System.currentTimeMillis() + 5000;
-    while ((jobs == 0 || jobsRunning > 0) && System.currentTimeMillis() < until) {
-      try {
-        wait(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        break;
-      }
+  String describe() {
+    try {
+      // every event of the pass was posted before its query returned (a pass may run several jobs)
+      sc.listenerBus().waitUntilEmpty(5000);
+    } catch (java.util.concurrent.TimeoutException e) {
+      return "spark phases: Spark's listener bus did not drain within 5 s";
     }
+    synchronized (this) {
+      return describeDelivered();
+    }
+  }
+
+  private String describeDelivered() {
     if (jobs == 0 || tasks.isEmpty() || passEnd == 0) {
       return "spark phases: none caught";
+    }
+    if (jobsRunning > 0) {
+      return "spark phases: incomplete (" + jobsRunning + " of the pass's " + jobs + " jobs had no end event)";
     }
     long firstLaunch = Long.MAX_VALUE;
     long lastFinish = 0;
     long deser = 0;
     long run = 0;
     long result = 0;
+    int measured = 0;
     for (long[] t : tasks) {
       firstLaunch = Math.min(firstLaunch, t[0]);
       lastFinish = Math.max(lastFinish, t[1]);
-      deser += t[2];
-      run += t[3];
-      result += t[4];
+      if (t[2] >= 0) {
+        measured++;
+        deser += t[2];
+        run += t[3];
+        result += t[4];
+      }
     }
     int n = tasks.size();
+    int m = Math.max(1, measured);
     return String.format(Locale.ROOT, "spark phases, last job pass (%d ms, %d job(s), %d tasks): %d ms to the first job's"
             + " start (planning and submitting), %d ms from there to the first task's launch, %d ms from the first"
             + " task's launch to the last one's end, %d ms from there to the last job's end, %d ms from there to the"
             + " pass's end; per task on average: deserializing %.1f ms, running %.1f ms, result %.1f ms",
         passEnd - passStart, jobs, n, firstJobStart - passStart, firstLaunch - firstJobStart, lastFinish - firstLaunch,
         lastJobEnd - lastFinish, passEnd - lastJobEnd,
-        deser / (double) n, run / (double) n, result / (double) n);
+        deser / (double) m, run / (double) m, result / (double) m);
   }
 }

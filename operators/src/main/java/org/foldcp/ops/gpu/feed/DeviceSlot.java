@@ -31,7 +31,7 @@ final class DeviceSlot implements AutoCloseable {
   /**
    * Timing events of the complex in the slot ({@link FeedTimeline}): before its first upload copy,
    * after its last (the compute stream waits for it), around its scan and layers on the compute
-   * stream, and around its download (the start after the kernels).
+   * stream, and around its download (the start after the kernels and the download queued before).
    */
   final GpuEvent upStart;
   final GpuEvent uploaded;

@@ -26,8 +26,12 @@ final class FeedTimeline implements AutoCloseable {
 
   /**
    * One complex's intervals in milliseconds from the burst's origin, on the GPU's clock: upload
-   * (from when its stream could take its first copy to its last copy done), kernels (scan and
-   * layers), download (from its kernels' end to its last byte). Where the bytes pass through
+   * (from when its stream could take its first copy, after the whole-complex upload queued before
+   * it ({@link CopyChain}), to its last copy done: time spent queued behind other uploads falls
+   * before it), kernels (scan and layers), download (from when its copy could start, after its
+   * kernels and the download queued before it, to its last byte; a download into a pinned span is
+   * queued only once the host has seen its kernels end, so the lag before it includes the host's
+   * wake-up). Where the bytes pass through
    * pinned blocks with host copies (a complex not in the pinned cache, an output not drained into
    * a pinned span) the upload and download windows include those host copies; from the pinned
    * cache into a pinned span (the job's cached rows) they are the DMA alone.
