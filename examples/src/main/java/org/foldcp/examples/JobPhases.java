@@ -31,7 +31,6 @@ final class JobPhases extends SparkListener {
   private long firstJobStart;
   private long lastJobEnd;
   private int jobsRunning;
-  private int jobs;
   private final SparkContext sc;
 
   private JobPhases(SparkContext sc) {
@@ -54,7 +53,6 @@ final class JobPhases extends SparkListener {
     firstJobStart = 0;
     lastJobEnd = 0;
     jobsRunning = 0;
-    jobs = 0;
   }
 
   /** The pass ended now (its query returned). */
@@ -79,7 +77,6 @@ final class JobPhases extends SparkListener {
     }
     jobIds.add(e.jobId());
     jobsRunning++;
-    jobs++;
   }
 
   @Override
@@ -120,11 +117,12 @@ final class JobPhases extends SparkListener {
   }
 
   private String describeDelivered() {
-    if (jobs == 0 || tasks.isEmpty() || passEnd == 0) {
+    if (jobIds.isEmpty() || tasks.isEmpty() || passEnd == 0) {
       return "spark phases: none caught";
     }
     if (jobsRunning > 0) {
-      return "spark phases: incomplete (" + jobsRunning + " of the pass's " + jobs + " jobs had no end event)";
+      return "spark phases: incomplete (" + jobsRunning + " of the pass's " + jobIds.size()
+          + " jobs had no end event)";
     }
     long firstLaunch = Long.MAX_VALUE;
     long lastFinish = 0;
@@ -148,8 +146,8 @@ final class JobPhases extends SparkListener {
             + " start (planning and submitting), %d ms from there to the first task's launch, %d ms from the first"
             + " task's launch to the last one's end, %d ms from there to the last job's end, %d ms from there to the"
             + " pass's end; per task on average: deserializing %.1f ms, running %.1f ms, result %.1f ms",
-        passEnd - passStart, jobs, n, firstJobStart - passStart, firstLaunch - firstJobStart, lastFinish - firstLaunch,
-        lastJobEnd - lastFinish, passEnd - lastJobEnd,
+        passEnd - passStart, jobIds.size(), n, firstJobStart - passStart, firstLaunch - firstJobStart,
+        lastFinish - firstLaunch, lastJobEnd - lastFinish, passEnd - lastJobEnd,
         deser / (double) m, run / (double) m, result / (double) m);
   }
 }

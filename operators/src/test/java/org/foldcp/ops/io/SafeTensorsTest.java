@@ -535,31 +535,31 @@ class SafeTensorsTest {
     LayerWeights w = LayerWeights.random(16, 8, 19L, false);
     Map<String, WeightTensor> t = openFold(OUT, w, false);
     t.put(OUT + "norm_in.bias", new WeightTensor("norm_in.bias", new long[] {16}, new float[16]));
-    String mixed = message(() -> SafeTensors.readLayer(write(t), OUT, 16));
+    String mixed = refusalOf(t);
     assertTrue(mixed.contains("'" + OUT + "norm_in.bias'") && mixed.contains("mixed with OpenFold names"), mixed);
     Map<String, WeightTensor> half = openFold(OUT, w, false);
     half.remove(OUT + "linear_b_g.weight");
-    String missing = message(() -> SafeTensors.readLayer(write(half), OUT, 16));
+    String missing = refusalOf(half);
     assertTrue(missing.contains("'" + OUT + "linear_b_g.weight'") && missing.contains("missing"), missing);
     Map<String, WeightTensor> both = openFold(OUT, w, false);
     both.putAll(openFold(OUT, w, true));
-    String twice = message(() -> SafeTensors.readLayer(write(both), OUT, 16));
+    String twice = refusalOf(both);
     assertTrue(twice.contains("alternatives"), twice);
     // the file's own keys in the messages: a transposed linear_z, a missing linear_z
     Map<String, WeightTensor> transposed = openFold(OUT, w, false);
     transposed.put(OUT + "linear_z.weight", new WeightTensor("linear_z.weight", new long[] {8, 16}, new float[128]));
-    String shape = message(() -> SafeTensors.readLayer(write(transposed), OUT, 16));
+    String shape = refusalOf(transposed);
     assertTrue(shape.contains("shape of '" + OUT + "linear_z.weight' = [8, 16]") && shape.contains("[16, 8]"), shape);
     Map<String, WeightTensor> noZ = openFold(OUT, w, false);
     noZ.remove(OUT + "linear_z.weight");
-    String gone = message(() -> SafeTensors.readLayer(write(noZ), OUT, 16));
+    String gone = refusalOf(noZ);
     assertTrue(gone.contains("'" + OUT + "linear_z.weight' = missing") && gone.contains("linear_g.weight"), gone);
     // two halves of the wrong width: both named with their prefix
     Map<String, WeightTensor> narrow = openFold(OUT, w, false);
     for (String k : new String[] {"linear_a_p.weight", "linear_b_p.weight"}) {
       narrow.put(OUT + k, new WeightTensor(k, new long[] {8, 12}, new float[96]));
     }
-    String halves = message(() -> SafeTensors.readLayer(write(narrow), OUT, 16));
+    String halves = refusalOf(narrow);
     assertTrue(halves.contains("shape of '" + OUT + "linear_a_p.weight' + '" + OUT + "linear_b_p.weight' = [16, 12]")
         && halves.contains("[2H, D]"), halves);
   }
@@ -568,6 +568,11 @@ class SafeTensorsTest {
     Map<String, WeightTensor> t = new LinkedHashMap<>();
     w.tensors().forEach((k, v) -> t.put(OUT + k, v));
     return t;
+  }
+
+  /** The message with which reading {@code t} as the layer under OUT (D = 16) is refused. */
+  private String refusalOf(Map<String, WeightTensor> t) {
+    return message(() -> SafeTensors.readLayer(write(t), OUT, 16));
   }
 
   private Path write(Map<String, WeightTensor> t) {

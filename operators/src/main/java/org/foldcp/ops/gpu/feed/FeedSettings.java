@@ -19,7 +19,6 @@ import org.foldcp.ops.gpu.PinnedTransfers;
  *     allocated span by span as rows are cached, none before; 0 keeps every cached row on the heap
  */
 public record FeedSettings(long poolBytes, long blockBytes, int slots, int copyThreads, long cacheBytes) {
-
   /** 16 MiB blocks: large enough for the DMA engines' full rate, small enough to stream through. */
   public static final long DEFAULT_BLOCK_BYTES = 16L << 20;
   /** 1 GiB of pinned memory: 64 blocks, a few in flight for each of up to 16 host threads. */

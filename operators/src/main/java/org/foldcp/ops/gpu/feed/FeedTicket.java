@@ -94,7 +94,6 @@ public final class FeedTicket {
       // running would hold back the downloads of complexes that are done
       slot.computed.synchronize();
       feed.device().makeCurrent();
-      slot.computed.makeWait(slot.down);
       feed.downloads().queue(slot.down, slot.downStart, slot.downloaded, () -> {
         queueScanResult();
         run.downloadFrom(slot.x(), at, bytes, slot.down);
@@ -125,7 +124,8 @@ public final class FeedTicket {
 
   /**
    * Unless non-finite input is allowed, queues the copy of the scan's result on the download
-   * stream (which waits for the kernels already) ahead of the output.
+   * stream ahead of the output; the kernels come first (the stream waits for them, or the host saw
+   * them end).
    */
   private void queueScanResult() {
     if (!allowNonFinite) {

@@ -112,8 +112,8 @@ public final class StackFeed implements AutoCloseable {
     LOG.log(System.Logger.Level.INFO, () -> "fold-cp GPU feed on device " + device.ordinal() + ": pinned pool "
         + mib(pool.totalBytes()) + " (" + pool.blocks() + " blocks of " + mib(pool.blockBytes()) + "), "
         + settings.slots() + " device slots, " + transfers.copyThreads() + " copy threads, one compute stream and an"
-        + " upload and a download stream per slot, whole-complex copies queued one at a time per direction; cached rows in pinned memory up to " + mib(cache.capacity())
-        + " (uploaded where they lie, no host copy)");
+        + " upload and a download stream per slot, whole-complex copies queued one at a time per direction; cached"
+        + " rows in pinned memory up to " + mib(cache.capacity()) + " (uploaded where they lie, no host copy)");
   }
 
   // ------------------------------------------------------------------------------------------
