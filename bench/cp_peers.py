@@ -54,10 +54,11 @@ CHECK_N = 200  # the correctness shape's N (B = 1): every arm against float64 an
 
 
 class CpConfig(ctypes.Structure):
+    """foldcp_cp_config; hidden (the layers' H, 0 = D) is left 0: these layers are square."""
     _fields_ = [("batch", ctypes.c_int64), ("n", ctypes.c_int64), ("dim", ctypes.c_int64),
                 ("grid_rows", ctypes.c_int), ("grid_cols", ctypes.c_int), ("tile_rows", ctypes.c_int64),
                 ("tile_cols", ctypes.c_int64), ("route", ctypes.c_int), ("reshard", ctypes.c_int),
-                ("digest", ctypes.c_uint8 * DIGEST_BYTES)]
+                ("digest", ctypes.c_uint8 * DIGEST_BYTES), ("hidden", ctypes.c_int64)]
 
 
 class OursCp(FoldLib):

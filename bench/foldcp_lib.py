@@ -9,11 +9,13 @@ EPS = 1e-5
 
 
 class Weights(ctypes.Structure):
+    """foldcp_trimul_weights: D, direction, residual, eps, the 12 weight pointers, then the hidden
+    width H (0 = D; a library from before it reads only the fields in front)."""
     _fields_ = [("dim", ctypes.c_int64), ("direction", ctypes.c_int), ("residual", ctypes.c_int),
                 ("eps", ctypes.c_float)] + [(n, ctypes.POINTER(ctypes.c_float)) for n in (
                     "norm_in_weight", "norm_in_bias", "p_in_weight", "g_in_weight", "norm_out_weight",
                     "norm_out_bias", "p_out_weight", "g_out_weight", "p_in_bias", "g_in_bias", "p_out_bias",
-                    "g_out_bias")]
+                    "g_out_bias")] + [("hidden", ctypes.c_int64)]
 
 
 class ForwardOptions(ctypes.Structure):
@@ -50,31 +52,34 @@ class Ours:
 
     def layer(self, p, direction, residual=False):
         D = p["norm_in.weight"].numel()
+        H = p["p_in.weight"].shape[0] // 2  # p_in maps D -> 2H (a, then b)
         keep = {k: v.contiguous() for k, v in p.items()}
         ptr = lambda k: (ctypes.cast(keep[k].data_ptr(), ctypes.POINTER(ctypes.c_float)) if k in keep
                          else ctypes.POINTER(ctypes.c_float)())
         w = Weights(D, 0 if direction == "outgoing" else 1, 1 if residual else 0, EPS,
                     *[ptr(k) for k in ("norm_in.weight", "norm_in.bias", "p_in.weight", "g_in.weight",
                                        "norm_out.weight", "norm_out.bias", "p_out.weight", "g_out.weight",
-                                       "p_in.bias", "g_in.bias", "p_out.bias", "g_out.bias")])
+                                       "p_in.bias", "g_in.bias", "p_out.bias", "g_out.bias")], H)
         h = ctypes.c_void_p()
         self.check(self.lib.foldcp_trimul_create(ctypes.byref(w), ctypes.byref(h)), "create")
         return h
 
-    def ws_bytes(self, B, N, D):
+    # The workspace functions count the channels of a, b and z: the layer's hidden width H (its D
+    # where the layer has none of its own, as every layer of these benchmarks).
+    def ws_bytes(self, B, N, H):
         n = ctypes.c_size_t()
-        self.check(self.lib.foldcp_trimul_workspace_size(B, N, D, ctypes.byref(n)), "workspace_size")
+        self.check(self.lib.foldcp_trimul_workspace_size(B, N, H, ctypes.byref(n)), "workspace_size")
         return n.value
 
-    def channel_group(self, B, N, D, bytes_available):
+    def channel_group(self, B, N, H, bytes_available):
         g = ctypes.c_int64()
-        self.check(self.lib.foldcp_trimul_channel_group(B, N, D, ctypes.c_size_t(bytes_available),
+        self.check(self.lib.foldcp_trimul_channel_group(B, N, H, ctypes.c_size_t(bytes_available),
                                                         ctypes.byref(g)), "channel_group")
         return g.value
 
-    def ws_bytes_group(self, B, N, D, group):
+    def ws_bytes_group(self, B, N, H, group):
         n = ctypes.c_size_t()
-        self.check(self.lib.foldcp_trimul_workspace_size_group(B, N, D, group, ctypes.byref(n)),
+        self.check(self.lib.foldcp_trimul_workspace_size_group(B, N, H, group, ctypes.byref(n)),
                    "workspace_size_group")
         return n.value
 

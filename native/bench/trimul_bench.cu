@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
       }
       CUDA_OK(cudaDeviceSynchronize());
       const double med = median(t);
-      const double tf = foldcp_trimul_flops(B, N, D) / (med * 1e-3) / 1e12;
+      const double tf = foldcp_trimul_flops(B, N, D, 0) / (med * 1e-3) / 1e12;
       printf("%-9s %-14s %10.3f %8.1f %6.1f%% | %9.3f %9.3f %9.3f | %8.2f\n", dname,
              (std::to_string(B) + "," + std::to_string(N) + "," + std::to_string(D)).c_str(), med, tf,
              100.0 * tf / 792.0, median(s1), median(s2), median(s3), peak);

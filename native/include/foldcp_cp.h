@@ -86,7 +86,7 @@ typedef struct foldcp_cp_plan foldcp_cp_plan;
 typedef struct foldcp_cp_config {
   int64_t batch;      /* B */
   int64_t n;          /* N: valid tokens of the whole complex */
-  int64_t dim;        /* D: a multiple of 32 in [32, 256], divisible by cp */
+  int64_t dim;        /* D: the pair width, a multiple of 32 in [32, 256] */
   int grid_rows;      /* cp0 */
   int grid_cols;      /* cp1; cp0 * cp1 must equal the team size */
   int64_t tile_rows;  /* tokens per tile: multiples of 8, cp0 * tile_rows = cp1 * tile_cols >= n */
@@ -95,6 +95,9 @@ typedef struct foldcp_cp_config {
   int reshard;        /* foldcp_cp_reshard */
   /* digest of the whole layer stack (and anything else that must agree), compared across ranks */
   uint8_t digest[FOLDCP_CP_DIGEST_BYTES];
+  /* H: the layers' hidden width (the channels of a, b and z that the reshards carry), divisible by
+   * cp; 0 = D. Zero-initialize the struct. */
+  int64_t hidden;
 } foldcp_cp_config;
 
 /* Symmetric-heap bytes a plan of this configuration allocates on every rank for `route` (no device
@@ -104,7 +107,7 @@ int foldcp_cp_plan_bytes(const foldcp_cp_config* cfg, int route, size_t* bytes);
 /* Creates a plan on every rank (collective: every rank calls it with its own layers, the same
  * configuration and the same digest): compares configuration and digests across ranks, picks
  * the route, checks the heap, allocates the symmetric buffers and resolves the peer pointers.
- * `layers` are nlayers layers of foldcp_trimul_create (all of dimension D), run in order. */
+ * `layers` are nlayers layers of foldcp_trimul_create (all of widths D and H), run in order. */
 int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* const* layers, int nlayers,
                           foldcp_cp_plan** plan);
 

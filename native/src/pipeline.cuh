@@ -37,6 +37,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "trimul_internal.h"
 #include "wgmma_common.cuh"
 
 namespace foldcp {
@@ -60,18 +61,20 @@ constexpr int x_tile_bytes(int D) { return (D + 63) / 64 * KB_BYTES; }
 
 // Shared-memory plan of a projection kernel: NXBUF x tiles, the stage's own EXTRA bytes, the
 // weight ring with as many slots as fit (at most MAX_STAGES), and 1024 B of slack to align the
-// buffers to 1024 B (128B swizzle).
-template <int D, int NXBUF_, int EXTRA>
+// buffers to 1024 B (128B swizzle). KW: the K of the weight matrix (stage 3's p_out and g_out
+// share rows of max(H, D)), D by default.
+template <int D, int NXBUF_, int EXTRA, int KW = D>
 struct ProjCfg {
-  static constexpr int NKB = (D + 63) / 64;  // k-blocks (the last one half used when D % 64 == 32)
-  static constexpr int KS = D / 16;          // k16 steps
+  static constexpr int NKB = (D + 63) / 64;   // k-blocks of x (the last one half used when D % 64 == 32)
+  static constexpr int WKB = (KW + 63) / 64;  // k-blocks of a weight chunk
+  static constexpr int KS = D / 16;           // k16 steps of LN_in(x)
   static constexpr int XBYTES = proj::x_tile_bytes(D);
   static constexpr int NXBUF = NXBUF_;
   static constexpr int FIXED = NXBUF * XBYTES + EXTRA + 1024;
   static constexpr int STAGES_FIT = (proj::SMEM_LIMIT - proj::STATIC_SMEM - FIXED) / proj::W_STAGE;
   static constexpr int STAGES = STAGES_FIT < proj::MAX_STAGES ? STAGES_FIT : proj::MAX_STAGES;
   static constexpr int SMEM = FIXED + STAGES * proj::W_STAGE;
-  static_assert(STAGES >= NKB + 1, "the weight ring must hold a chunk plus one k-block");
+  static_assert(STAGES >= WKB + 1, "the weight ring must hold a chunk plus one k-block");
   static_assert(SMEM + proj::STATIC_SMEM <= proj::SMEM_LIMIT, "over the shared-memory limit");
   static_assert(XBYTES < (1 << 20), "mbarrier tx-count is 20 bits");
 };
@@ -363,11 +366,12 @@ cudaError_t prepare_on_current_device(int smem) {
   return raise_smem_once<K>(smem, dev);
 }
 
-// Calls f(std::integral_constant<int, D>{}) for D = dim, one of the dims the projection kernels
-// are instantiated for (the multiples of 32 in [32, 256], as the C API allows); any other dim
-// gets cudaErrorInvalidValue.
+// Calls f(std::integral_constant<int, D>{}) for D = dim, one of the widths the projection kernels
+// are instantiated for (the multiples of 32 in [32, kMaxWidth], as the C API allows); any other
+// width gets cudaErrorInvalidValue.
 template <typename F>
 cudaError_t with_dim(int dim, F&& f) {
+  static_assert(kMaxWidth == 256, "with_dim lists the widths up to kMaxWidth");
   switch (dim) {
     case 32: return f(std::integral_constant<int, 32>{});
     case 64: return f(std::integral_constant<int, 64>{});
@@ -379,6 +383,11 @@ cudaError_t with_dim(int dim, F&& f) {
     case 256: return f(std::integral_constant<int, 256>{});
     default: return cudaErrorInvalidValue;
   }
+}
+// f(D, H) as integral constants: every pair of widths (stage 3 is a template of both).
+template <typename F>
+cudaError_t with_dims(int dim, int hidden, F&& f) {
+  return with_dim(dim, [&](auto d) { return with_dim(hidden, [&](auto h) { return f(d, h); }); });
 }
 
 }  // namespace foldcp

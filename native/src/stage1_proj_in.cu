@@ -3,8 +3,10 @@
 // layout change rides the epilogue's stores; under context parallelism they go straight to the
 // rank that owns each channel: AbTarget). On Hopper's wgmma + TMA pipeline of pipeline.cuh.
 //
-// Tile = tokens (b, i, k0 .. k0 + 127) of the ProjInGeom grid; W1 chunk j = rows
-// 128 j .. 128 j + 127 = channels 32 j .. 32 j + 31 as (p_a, g_a, p_b, g_b) x 8 per group of 8.
+// Tile = tokens (b, i, k0 .. k0 + 127) of the ProjInGeom grid; W1 ([4H][D]) chunk j = rows
+// 128 j .. 128 j + 127 = hidden channels 32 j .. 32 j + 31 as (p_a, g_a, p_b, g_b) x 8 per group
+// of 8. The kernel is a template of D (the x tile, K); the hidden width H is a kernel argument,
+// the count of chunks.
 // Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
 // per thread, then the gates; a and b go through an 8 KiB transposing buffer per warpgroup to
 // 16-byte stores of 8 tokens of one channel (the AbTarget layout).
@@ -26,10 +28,10 @@ constexpr int in_x_buffers(int D) {
                                           : 1;
 }
 // Besides the x tiles and the weight ring: per warpgroup a transposing buffer of 64 channel rows
-// (32 a, 32 b) x 64 tokens, then the LN weight, the LN bias and float4 (bp_a, bg_a, bp_b, bg_b) / 2.
+// (32 a, 32 b) x 64 tokens, then the LN weight and bias (D each) and float4 (bp_a, bg_a, bp_b,
+// bg_b) / 2 per hidden channel (room for kMaxWidth: 8 KiB, which costs no weight slot at any D).
 template <int D>
-struct InCfg : ProjCfg<D, in_x_buffers(D), proj::CONSUMERS * 64 * 128 + 6 * D * 4> {
-  static constexpr int NCH = D / 32;                       // W1 chunks of 128 rows
+struct InCfg : ProjCfg<D, in_x_buffers(D), proj::CONSUMERS * 64 * 128 + (2 * D + 4 * kMaxWidth) * 4> {
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
 };
 
@@ -39,7 +41,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
                          const uint8_t* __restrict__ mask, const float* __restrict__ lnw, const float* __restrict__ lnb,
                          const float* __restrict__ pin_b, const float* __restrict__ gin_b,
                          const __grid_constant__ ProjInGeom geo, const __grid_constant__ AbTarget tgt, float eps,
-                         int out_rows, int tiles_k, int total) {
+                         int H, int out_rows, int tiles_k, int total) {
   using namespace proj;
   using C = InCfg<D>;
   __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
@@ -58,9 +60,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lnw[c] = lnw[c];
     p_lnb[c] = lnb[c];
-    // halved for gate_half
-    p_bias[c] = make_float4(0.5f * pin_b[c], 0.5f * gin_b[c], 0.5f * pin_b[D + c], 0.5f * gin_b[D + c]);
   }
+  for (int c = threadIdx.x; c < H; c += THREADS)  // halved for gate_half
+    p_bias[c] = make_float4(0.5f * pin_b[c], 0.5f * gin_b[c], 0.5f * pin_b[H + c], 0.5f * gin_b[H + c]);
   init_ring_bars<C::NXBUF, C::STAGES>(rb);
 
   const int wg = threadIdx.x >> 7;  // warp-uniform
@@ -69,7 +71,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const int xr = (int)geo.x_rows, xc = (int)geo.x_cols;
   // W1 chunks (32 channels each) of this launch: all, or the channel group of geo.chan0 / chans.
   const int jb = geo.chans > 0 ? geo.chan0 / 32 : 0;
-  const int je = geo.chans > 0 ? jb + geo.chans / 32 : C::NCH;
+  const int je = geo.chans > 0 ? jb + geo.chans / 32 : H / 32;
 
   if (wg == 0) {
     // ------------------------------------------------------------ producers
@@ -77,7 +79,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // warp 0 streams the weight k-blocks, warp 1 the x tiles.
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid_wg == 0 && n_local > 0) {
-      produce_weights<C::NKB, C::STAGES>(&tmW, s_w, rb, n_local, jb, je);
+      produce_weights<C::WKB, C::STAGES>(&tmW, s_w, rb, n_local, jb, je);
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
       // The box is clamped into x (a row i >= x_rows or columns >= x_cols hold only invalid
@@ -165,7 +167,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     valid[1] = valid[1] && mbyte[1] != 0;
 
     for (int j = jb; j < je; ++j) {
-      const int ws0 = issue_chunk<C::NKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+      const int ws0 = issue_chunk<C::WKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
         const uint64_t db = smem_desc(slot, 16u, 1024u);
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
@@ -178,7 +180,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // group's before its gates, so no gate waits on shared memory (the largest epilogue stall
       // in ncu, 2026-12-01).
       float4 nb0 = p_bias[32 * j + 2 * t4], nb1 = p_bias[32 * j + 2 * t4 + 1];
-      release_chunk<C::NKB, C::STAGES>(ws0, rb, lane);
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       fence_regs(acc);
 
       // ---- epilogue: a = sigmoid(g_a + bg_a) * (p_a + bp_a), b likewise; 0 for invalid tokens ----
@@ -260,8 +262,10 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   using C = InCfg<D>;
   const int64_t tiles_k = (g.out_cols + proj::TOK - 1) / proj::TOK;
   const int64_t total = B * g.out_rows * tiles_k;
-  const bool group = g.chans != 0 && g.chans != D;
-  if (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 32 != 0 || g.chans % 32 != 0 || g.chan0 + g.chans > D))
+  const int H = L.hidden;
+  const bool group = g.chans != 0 && g.chans != H;
+  if (H < 32 || H > kMaxWidth || H % 32 != 0 ||
+      (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 32 != 0 || g.chans % 32 != 0 || g.chan0 + g.chans > H)))
     return cudaErrorInvalidValue;
   // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
   // anything else).
@@ -273,10 +277,10 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   CUtensorMap mx, mw;
   cudaError_t e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, proj::TOK);  // x: (B, x_rows, x_cols, D)
   if (e != cudaSuccess) return e;
-  e = encode_weights(&mw, L.w_in, D, 4 * D);  // W1: [4D][D]
+  e = encode_weights(&mw, L.w_in, D, 4 * H);  // W1: [4H][D]
   if (e != cudaSuccess) return e;
   return launch_persistent<proj_in_wgmma_kernel<D>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b,
-                                                    L.g_in_b, g, t, L.eps, (int)g.out_rows, (int)tiles_k, (int)total);
+                                                    L.g_in_b, g, t, L.eps, H, (int)g.out_rows, (int)tiles_k, (int)total);
 }
 
 }  // namespace
@@ -291,7 +295,7 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
                            int64_t N, int64_t sab, int chan0, int chans, cudaStream_t s) {
   const int64_t np = padded_n(N);
   ProjInGeom g{N, N, np, np, np, 0, 0, N};
-  if (chans != L.dim) {
+  if (chans != L.hidden) {
     g.chan0 = chan0;
     g.chans = chans;
   }

@@ -419,7 +419,7 @@ cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_w
   t.z[0] = z;
   t.ld[0] = np;
   t.plane[0] = sz;
-  t.chans[0] = L.dim;
+  t.chans[0] = L.hidden;
   t.chan0[0] = chan0;
   t.tile_rows = t.tile_cols = (int)np;
   t.grid_cols = 1;

@@ -4,14 +4,17 @@
 // -> token layout change happens on this kernel's loads. On Hopper's wgmma + TMA pipeline of
 // pipeline.cuh.
 //
+// A template of the pair width D (x, out: the output channels, g_out's K) and the hidden width H
+// (z: p_out's K).
 // Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
-// W3 chunk j = rows 128 j .. 128 j + 127 = channels 64 j .. 64 j + 63, 8-row groups alternating
-// p_out, g_out: two wgmma B views of the same slot (descriptor stride 2048 B between 8-row groups,
-// the g view starting 1024 B in), so p and g of a channel land in the same thread's registers.
-//   p: A = LN_out(z) from shared memory (written by the consumers: z is channel-major bf16,
-//      its LayerNorm needs a transpose), m64n64k16 SS;
-//   g: A = LN_in(x) fragments in registers, m64n64k16 RS.
-// LN_out reads z straight from global memory (thread = token pair x quarter of the channels, D/4
+// W3 ([2D][max(D, H)]) chunk j = rows 128 j .. 128 j + 127 = output channels 64 j .. 64 j + 63,
+// 8-row groups alternating p_out, g_out: two wgmma B views of the same slot (descriptor stride
+// 2048 B between 8-row groups, the g view starting 1024 B in), so p and g of a channel land in the
+// same thread's registers. Each view is multiplied only over its own K (the rows are zero past it).
+//   p: A = LN_out(z) (H channels) from shared memory (written by the consumers: z is channel-major
+//      bf16, its LayerNorm needs a transpose), m64n64k16 SS;
+//   g: A = LN_in(x) (D channels) fragments in registers, m64n64k16 RS.
+// LN_out reads z straight from global memory (thread = token pair x quarter of the channels, H/4
 // registers), from L2: the x producer prefetches each tile's z rows
 // (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
 // x may alias out: the tile's x reaches shared memory by TMA before any of the tile's outputs is
@@ -34,15 +37,17 @@ constexpr int out_x_buffers(int D) {
   return proj::x_tile_bytes(D) <= 16384 ? 4 : proj::x_tile_bytes(D) <= 32768 ? 2 : 1;
 }
 // Besides the x tiles and the weight ring: the tile's LN_out(z) (128B-swizzled K-major, as an x
-// tile), then LN_in w, b, LN_out w, b, bp, bg.
-template <int D>
-struct OutCfg : ProjCfg<D, out_x_buffers(D), proj::x_tile_bytes(D) + 6 * D * 4> {
-  // W3 chunks of 128 rows (64 channels; the last one half used when D % 64 == 32)
+// tile of H channels), then LN_in w, b (D), LN_out w, b (H), bp, bg (D).
+template <int D, int H>
+struct OutCfg : ProjCfg<D, out_x_buffers(D), proj::x_tile_bytes(H) + (4 * D + 2 * H) * 4, (D > H ? D : H)> {
+  static constexpr int KW = D > H ? D : H;  // the columns of W3
+  // W3 chunks of 128 rows (64 output channels; the last one half used when D % 64 == 32)
   static constexpr int NCH = (D + 63) / 64;
-  static constexpr int AZBYTES = proj::x_tile_bytes(D);  // LN_out(z) of the tile
+  static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
+  static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
 };
 
-template <int D>
+template <int D, int H>
 __global__ void __launch_bounds__(proj::THREADS, 1)
     proj_out_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
                           const __grid_constant__ CUtensorMap tmO, const bf16* x, const bf16_raw* __restrict__ z,
@@ -52,7 +57,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
                           const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
                           int residual, int z_prefetch, int tiles_k, int total) {
   using namespace proj;
-  using C = OutCfg<D>;
+  using C = OutCfg<D, H>;
   __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
@@ -63,18 +68,20 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float* const p_lniw = reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * W_STAGE);
   float* const p_lnib = p_lniw + D;
   float* const p_lnow = p_lnib + D;
-  float* const p_lnob = p_lnow + D;
-  float* const p_bp = p_lnob + D;
+  float* const p_lnob = p_lnow + H;
+  float* const p_bp = p_lnob + H;
   float* const p_bg = p_bp + D;
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
 
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lniw[c] = lniw[c];
     p_lnib[c] = lnib[c];
-    p_lnow[c] = lnow[c];
-    p_lnob[c] = lnob[c];
     p_bp[c] = 0.5f * pout_b[c];  // halved for gate_half
     p_bg[c] = 0.5f * gout_b[c];
+  }
+  for (int c = threadIdx.x; c < H; c += THREADS) {
+    p_lnow[c] = lnow[c];
+    p_lnob[c] = lnob[c];
   }
   init_ring_bars<C::NXBUF, C::STAGES>(rb);
 
@@ -86,7 +93,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // ------------------------------------------------------------ producers
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid_wg == 0 && n_local > 0) {
-      produce_weights<C::NKB, C::STAGES>(&tmW, s_w, rb, n_local, 0, C::NCH);
+      produce_weights<C::WKB, C::STAGES>(&tmW, s_w, rb, n_local, 0, C::NCH);
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
       for (int v = 0; v < n_local; ++v) {
@@ -98,8 +105,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           // the host) into L2 for the consumers' LN_out; the tail under 16 B is left out.
           const uint32_t bytes = (uint32_t)(min(TOK, cols - j0) * 2) & ~15u;
           if (bytes > 0) {
-            const bf16_raw* zr = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0;
-            for (int c = 0; c < D; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
+            const bf16_raw* zr = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0;
+            for (int c = 0; c < H; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
           }
         }
         // The tile's x (contiguous: 128 tokens x D) into L2 as well: its buffer frees only when the
@@ -130,8 +137,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
     // channels 32 uu + 8 q + e (e < 8) of both tokens: one 4-byte load per channel brings the pair
     // (z is bf16, channel-major), so one load instruction reads 16 consecutive tokens (one 32-byte
-    // sector) of 4 channels, and all D / 4 loads are issued before any is reduced (the LN_out
-    // loads were the largest stall of this kernel in ncu, 2026-12-01). D / 4 registers.
+    // sector) of 4 channels, and all H / 4 loads are issued before any is reduced (the LN_out
+    // loads were the largest stall of this kernel in ncu). H / 4 registers.
     {
       const int row = 64 * cw + 16 * warp + 2 * (lane & 7);
       const int q = lane >> 3;
@@ -140,11 +147,11 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // zeroed below, as are pairs past the tile's valid tokens.
       const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
       // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
-      // D / 4 addresses from the plane stride took about 8 instructions (ncu, 2026-12-01).
-      const bf16_raw* zp = z + (int64_t)b * D * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
-      uint32_t v[D / 32][8];
+      // H / 4 addresses from the plane stride took about 8 instructions (ncu).
+      const bf16_raw* zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
+      uint32_t v[H / 32][8];
 #pragma unroll
-      for (int uu = 0; uu < D / 32; ++uu) {
+      for (int uu = 0; uu < H / 32; ++uu) {
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
@@ -154,12 +161,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       }
       const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
 #pragma unroll
-      for (int uu = 0; uu < D / 32; ++uu)
+      for (int uu = 0; uu < H / 32; ++uu)
 #pragma unroll
         for (int e = 0; e < 8; ++e) v[uu][e] &= keep;
       float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
-      for (int uu = 0; uu < D / 32; ++uu)
+      for (int uu = 0; uu < H / 32; ++uu)
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           sum0 += bf16_lo(v[uu][e]);
@@ -169,10 +176,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       sum1 += __shfl_xor_sync(0xffffffffu, sum1, 8);
       sum0 += __shfl_xor_sync(0xffffffffu, sum0, 16);
       sum1 += __shfl_xor_sync(0xffffffffu, sum1, 16);
-      const float mean0 = sum0 * (1.0f / D), mean1 = sum1 * (1.0f / D);
+      const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
       float sq0 = 0.f, sq1 = 0.f;
 #pragma unroll
-      for (int uu = 0; uu < D / 32; ++uu)
+      for (int uu = 0; uu < H / 32; ++uu)
 #pragma unroll
         for (int e = 0; e < 8; ++e) {
           const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
@@ -183,9 +190,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       sq1 += __shfl_xor_sync(0xffffffffu, sq1, 8);
       sq0 += __shfl_xor_sync(0xffffffffu, sq0, 16);
       sq1 += __shfl_xor_sync(0xffffffffu, sq1, 16);
-      const float rstd0 = rsqrtf(sq0 * (1.0f / D) + eps), rstd1 = rsqrtf(sq1 * (1.0f / D) + eps);
+      const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
 #pragma unroll
-      for (int uu = 0; uu < D / 32; ++uu) {
+      for (int uu = 0; uu < H / 32; ++uu) {
         const int c0 = 32 * uu + 8 * q;
         const float4 w0 = *reinterpret_cast<const float4*>(p_lnow + c0);
         const float4 w1 = *reinterpret_cast<const float4*>(p_lnow + c0 + 4);
@@ -239,18 +246,16 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           xres[jj][h] = 0u;
           if (residual) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(xres[jj][h]) : "r"(xres_addr(jj, h)));
         }
-      const int ws0 = issue_chunk<C::NKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+      const int ws0 = issue_chunk<C::WKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
         const uint64_t dp = smem_desc(slot, 16u, 2048u);           // p_out rows: 8-row groups 0, 2, 4, ...
         const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);   // g_out rows: 8-row groups 1, 3, 5, ...
         const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * (64 * 128), 16u, 1024u);
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          if (4 * kb + ks < C::KS) {
-            const uint64_t step = (uint64_t)((ks * 32) >> 4);
-            const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
-            wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
-            wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
-          }
+        for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
+          const uint64_t step = (uint64_t)((ks * 32) >> 4);
+          const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+          if (4 * kb + ks < C::KS_H) wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
+          if (4 * kb + ks < C::KS) wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
         }
       });
       // Biases of the epilogue's first channel pair, read while the MMAs run; each jj below reads
@@ -261,7 +266,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         nbg = *reinterpret_cast<const float2*>(p_bg + 64 * j + 2 * t4);
       }
 
-      release_chunk<C::NKB, C::STAGES>(ws0, rb, lane);
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       fence_regs(accp);
       fence_regs(accg);
 
@@ -311,10 +316,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 // ------------------------------------------------------------------ host side
 namespace {
 
-template <int D>
+template <int D, int H>
 cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
                          int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
-  using C = OutCfg<D>;
+  using C = OutCfg<D, H>;
   const int64_t tiles_k = (cols + proj::TOK - 1) / proj::TOK;
   const int64_t total = B * rows * tiles_k;
   // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
@@ -334,11 +339,12 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   if (e != cudaSuccess) return e;
   e = encode_tokens(&mo, out, D, cols, rows, B, 16);
   if (e != cudaSuccess) return e;
-  e = encode_weights(&mw, L.w_out, D, 2 * D);  // W3: [2D][D] (rows past 2D zero-filled when D % 64 == 32)
+  // W3: [2D][max(D, H)] (rows past 2D zero-filled when D % 64 == 32, columns past it when its K % 64 == 32)
+  e = encode_weights(&mw, L.w_out, C::KW, 2 * D);
   if (e != cudaSuccess) return e;
   // The z rows can be bulk-prefetched when every row start is 16-byte aligned.
   const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 8 == 0 && ldz % 8 == 0) ? 1 : 0;
-  return launch_persistent<proj_out_wgmma_kernel<D>>(
+  return launch_persistent<proj_out_wgmma_kernel<D, H>>(
       C::SMEM, total, s, mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
       L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
       (int)tiles_k, (int)total);
@@ -348,8 +354,9 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
 
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
                                  int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
-  return with_dim(L.dim,
-                  [&](auto d) { return launch_out_t<decltype(d)::value>(L, x, z, out, B, rows, cols, ldz, sz, s); });
+  return with_dims(L.dim, L.hidden, [&](auto d, auto h) {
+    return launch_out_t<decltype(d)::value, decltype(h)::value>(L, x, z, out, B, rows, cols, ldz, sz, s);
+  });
 }
 
 // One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens.
@@ -358,9 +365,10 @@ cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z,
   return launch_proj_out_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);
 }
 
-cudaError_t prepare_proj_out(int dim) {
-  return with_dim(dim, [](auto d) {
-    return prepare_on_current_device<proj_out_wgmma_kernel<decltype(d)::value>>(OutCfg<decltype(d)::value>::SMEM);
+cudaError_t prepare_proj_out(int dim, int hidden) {
+  return with_dims(dim, hidden, [](auto d, auto h) {
+    constexpr int D = decltype(d)::value, H = decltype(h)::value;
+    return prepare_on_current_device<proj_out_wgmma_kernel<D, H>>(OutCfg<D, H>::SMEM);
   });
 }
 

@@ -38,26 +38,31 @@ int cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
               base ? base + 1 : file, line);
 }
 
-int check_dim(int64_t D) {
-  if (D < 32 || D > 256 || D % 32 != 0)
+int check_dim(int64_t width, const char* name) {
+  if (width < 32 || width > kMaxWidth || width % 32 != 0)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
-                "D = %lld is not supported: the tensor-core kernels need D to be a multiple of 32 in [32, 256]",
-                (long long)D);
+                "%s = %lld is not supported: the tensor-core kernels need %s to be a multiple of 32 in [32, %d]", name,
+                (long long)width, name, kMaxWidth);
   return FOLDCP_OK;
 }
 
-int check_shape(int64_t B, int64_t N, int64_t D) {
+int check_dims(int64_t D, int64_t H) {
+  if (int st = check_dim(D, "D")) return st;
+  return check_dim(H, "H");
+}
+
+int check_shape(int64_t B, int64_t N, int64_t C, const char* name) {
   if (B < 1 || B > 65535)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "batch B = %lld is out of range: B must be in [1, 65535]", (long long)B);
   if (N < 1 || N > 65408)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "N = %lld is out of range: N must be in [1, 65408] (any N is padded internally to a multiple of 128)",
                 (long long)N);
-  if (int st = check_dim(D)) return st;
-  if (B * D > 65535)
+  if (int st = check_dim(C, name)) return st;
+  if (B * C > 65535)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
-                "B * D = %lld is too large: the triangle GEMM grid needs B * D <= 65535 (B = %lld, D = %lld)",
-                (long long)(B * D), (long long)B, (long long)D);
+                "B * %s = %lld is too large: the triangle GEMM grid needs B * %s <= 65535 (B = %lld, %s = %lld)", name,
+                (long long)(B * C), name, (long long)B, name, (long long)C);
   return FOLDCP_OK;
 }
 
@@ -77,13 +82,17 @@ using foldcp::api::fail;
 
 namespace {
 
-int check_group(int64_t D, int64_t group) {
-  if (group < 32 || group > D || group % 32 != 0)
+int check_group(int64_t H, int64_t group) {
+  if (group < 32 || group > H || group % 32 != 0)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
-                "channel group = %lld is not supported: it must be a multiple of 32 in [32, D = %lld]",
-                (long long)group, (long long)D);
+                "channel group = %lld is not supported: it must be a multiple of 32 in [32, H = %lld] (H: the hidden "
+                "width, the channels of the triangle product)",
+                (long long)group, (long long)H);
   return FOLDCP_OK;
 }
+
+// The workspace functions count the channels of the triangle product: the hidden width.
+constexpr const char* kHiddenName = "H";
 
 bool is_device_ptr(const void* p) {
   cudaPointerAttributes a{};
@@ -144,9 +153,9 @@ const char* foldcp_status_name(int status) {
   }
 }
 
-double foldcp_trimul_flops(int64_t B, int64_t N, int64_t D) {
-  const double b = (double)B, n = (double)N, d = (double)D;
-  return 2.0 * b * n * n * n * d + 12.0 * b * n * n * d * d;
+double foldcp_trimul_flops(int64_t B, int64_t N, int64_t D, int64_t H) {
+  const double b = (double)B, n = (double)N, d = (double)D, h = (double)(H == 0 ? D : H);
+  return 2.0 * b * n * n * n * h + 8.0 * b * n * n * d * h + 2.0 * b * n * n * d * (h + d);
 }
 
 int foldcp_trimul_check_shape(int64_t B, int64_t N, int64_t D) {
@@ -154,43 +163,48 @@ int foldcp_trimul_check_shape(int64_t B, int64_t N, int64_t D) {
   return check_shape(B, N, D);
 }
 
-int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t D, size_t* bytes) {
+int foldcp_trimul_check_dims(int64_t D, int64_t H) {
+  g_err.clear();
+  return foldcp::api::check_dims(D, H == 0 ? D : H);
+}
+
+int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t C, size_t* bytes) {
   g_err.clear();
   if (bytes == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "bytes is NULL: pass where to store the size");
-  if (int st = check_shape(B, N, D)) return st;
-  *bytes = foldcp::ws_layout(B, N, D).total;
+  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  *bytes = foldcp::ws_layout(B, N, C).total;
   return FOLDCP_OK;
 }
 
-int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t D, int64_t group, size_t* bytes) {
+int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t C, int64_t group, size_t* bytes) {
   g_err.clear();
   if (bytes == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "bytes is NULL: pass where to store the size");
-  if (int st = check_shape(B, N, D)) return st;
-  if (int st = check_group(D, group)) return st;
-  *bytes = foldcp::ws_layout(B, N, D, group).total;
+  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  if (int st = check_group(C, group)) return st;
+  *bytes = foldcp::ws_layout(B, N, C, group).total;
   return FOLDCP_OK;
 }
 
-int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t D, size_t bytes_available, int64_t* group) {
+int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t C, size_t bytes_available, int64_t* group) {
   g_err.clear();
   if (group == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "group is NULL: pass where to store the group");
-  if (int st = check_shape(B, N, D)) return st;
-  for (int64_t g = D; g >= 32; g -= 32) {
-    if (foldcp::ws_layout(B, N, D, g).total <= bytes_available) {
+  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  for (int64_t g = C; g >= 32; g -= 32) {
+    if (foldcp::ws_layout(B, N, C, g).total <= bytes_available) {
       *group = g;
       return FOLDCP_OK;
     }
   }
   return fail(FOLDCP_ERR_OUT_OF_MEMORY,
-              "(B, N, D) = (%lld, %lld, %lld) needs a workspace of at least %zu bytes (z for all channels plus a and b "
-              "for a group of 32), but %zu bytes are available",
-              (long long)B, (long long)N, (long long)D, foldcp::ws_layout(B, N, D, 32).total, bytes_available);
+              "(B, N, H) = (%lld, %lld, %lld) needs a workspace of at least %zu bytes (z for all H channels plus a and "
+              "b for a group of 32), but %zu bytes are available",
+              (long long)B, (long long)N, (long long)C, foldcp::ws_layout(B, N, C, 32).total, bytes_available);
 }
 
-int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t D, void* workspace, void** a_ws, void** b_ws,
+int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t C, void* workspace, void** a_ws, void** b_ws,
                                   foldcp::bf16_raw** z_ws, int64_t* np, int64_t* sab, int64_t* sz) {
-  if (int st = check_shape(B, N, D)) return st;
-  const foldcp::WsLayout l = foldcp::ws_layout(B, N, D);
+  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  const foldcp::WsLayout l = foldcp::ws_layout(B, N, C);
   char* w = static_cast<char*>(workspace);
   *a_ws = w + l.a_off;
   *b_ws = w + l.b_off;
@@ -209,10 +223,11 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
   float* stage_ms = nullptr;
   if (int st = read_options(opts, &group, &stage_ms)) return st;
   if (L == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL");
-  const int64_t D = L->dl.dim;
+  const int64_t D = L->dl.dim, H = L->dl.hidden;
   if (int st = check_shape(B, N, D)) return st;
-  if (group == 0) group = D;
-  if (int st = check_group(D, group)) return st;
+  if (int st = check_shape(B, N, H, kHiddenName)) return st;
+  if (group == 0) group = H;
+  if (int st = check_group(H, group)) return st;
   if (x == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "x is NULL");
   if (out == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "out is NULL");
   if (ws == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "workspace is NULL");
@@ -222,12 +237,12 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "out = %p is not 16-byte aligned: out must be 16-byte aligned", out);
   if (reinterpret_cast<uintptr_t>(ws) % 256 != 0)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "workspace = %p is not 256-byte aligned: it must be", ws);
-  const foldcp::WsLayout l = foldcp::ws_layout(B, N, D, group);
+  const foldcp::WsLayout l = foldcp::ws_layout(B, N, H, group);
   if (ws_bytes < l.total)
     return fail(FOLDCP_ERR_WORKSPACE_TOO_SMALL,
-                "workspace_bytes = %zu is too small: (B, N, D) = (%lld, %lld, %lld) with channel group %lld needs %zu "
+                "workspace_bytes = %zu is too small: (B, N, H) = (%lld, %lld, %lld) with channel group %lld needs %zu "
                 "bytes (foldcp_trimul_workspace_size_group)",
-                ws_bytes, (long long)B, (long long)N, (long long)D, (long long)group, l.total);
+                ws_bytes, (long long)B, (long long)N, (long long)H, (long long)group, l.total);
   const size_t xbytes = (size_t)B * N * N * D * 2;
   {
     const char* xb = static_cast<const char*>(x);
@@ -257,10 +272,10 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
   void* b_ws = w + l.b_off;
   foldcp::bf16_raw* z = reinterpret_cast<foldcp::bf16_raw*>(w + l.z_off);
 
-  // Stages 1 and 2 once per channel group (a and b of `group` channels in the workspace, z of
-  // all channels), then stage 3 over all channels. Profiled: events around every launch, the
-  // times of a stage summed over the groups.
-  const int64_t ngroups = (D + group - 1) / group;
+  // Stages 1 and 2 once per channel group (a and b of `group` of the H channels in the workspace,
+  // z of all H), then stage 3 over all channels. Profiled: events around every launch, the times
+  // of a stage summed over the groups.
+  const int64_t ngroups = (H + group - 1) / group;
   const int nev = stage_ms ? (int)(2 * ngroups + 2) : 0;
   std::vector<cudaEvent_t> ev(nev, nullptr);
   int st = FOLDCP_OK;
@@ -273,8 +288,8 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
     if (stage_ms && st == FOLDCP_OK) step(cudaEventRecord(ev[evk++], s), "cudaEventRecord", __LINE__);
   };
   mark();
-  for (int64_t c0 = 0; c0 < D && st == FOLDCP_OK; c0 += group) {
-    const int gc = (int)std::min<int64_t>(group, D - c0);
+  for (int64_t c0 = 0; c0 < H && st == FOLDCP_OK; c0 += group) {
+    const int gc = (int)std::min<int64_t>(group, H - c0);
     step(foldcp::launch_proj_in(L->dl, x, mask, a_ws, b_ws, B, N, l.sab, (int)c0, gc, s),
          "launch of stage 1 (LN_in + projection)", __LINE__);
     mark();

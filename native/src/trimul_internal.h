@@ -17,7 +17,7 @@ constexpr int64_t kPad = 128;
 inline int64_t padded_n(int64_t n) { return (n + kPad - 1) / kPad * kPad; }
 
 // Every a/b plane stride, and the one-GPU z plane stride, holds 128 elements (256 bytes) more
-// than the plane, so that the B * D planes do not sit at power-of-two distances (DRAM partition
+// than the plane, so that the B * H planes do not sit at power-of-two distances (DRAM partition
 // camping). native/NOTES-gpu.md measured no difference either way (2026-11-29); the padded
 // layout is the one the tests and the CP buffers were built with, and the only one.
 constexpr int64_t kPlanePad = 128;
@@ -37,8 +37,9 @@ inline AbzSections abz_sections(size_t ab_bytes, size_t z_bytes) {
   return AbzSections{0, ab, 2 * ab, 2 * ab + align_up(z_bytes, kBufAlign)};
 }
 
-// Workspace: a and b (bf16, [B][D] planes of Np x Np, a_ws[b][c][row][col] = a[b,row,col,c] for
-// both directions; rows/cols >= N are zero), then z (bf16, channel-major [B][D] planes of N x Np:
+// Workspace (C = the layer's hidden width H, the channels of the triangle product): a and b
+// (bf16, [B][C] planes of Np x Np, a_ws[b][c][row][col] = a[b,row,col,c] for
+// both directions; rows/cols >= N are zero), then z (bf16, channel-major [B][C] planes of N x Np:
 // z[b][c][i][j], columns >= N unused). z is bf16 since issue 10: the triangle GEMM accumulates in
 // fp32 and rounds once on the store, which halves stage 2's stores and stage 3's reads (34 GB ->
 // 17 GB at (1,4096,256)) for about 15 % more error against float64 (still about half the 1e-2
@@ -51,34 +52,43 @@ struct WsLayout {
   size_t a_off, b_off, z_off, total;
 };
 // `group` channels of a and b at a time (a channel group: stages 1 and 2 run once per group;
-// z always holds all D channels, since LN_out in stage 3 needs them); group = D is the whole.
-inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D, int64_t group) {
+// z always holds all C channels, since LN_out in stage 3 needs them); group = C is the whole.
+inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C, int64_t group) {
   WsLayout l{};
   l.np = padded_n(N);
   l.sab = ab_plane_stride(l.np);
   l.sz = N * l.np + kPlanePad;
-  const AbzSections s = abz_sections((size_t)B * group * l.sab * 2, (size_t)B * D * l.sz * 2);
+  const AbzSections s = abz_sections((size_t)B * group * l.sab * 2, (size_t)B * C * l.sz * 2);
   l.a_off = s.a_off;
   l.b_off = s.b_off;
   l.z_off = s.z_off;
   l.total = s.total;
   return l;
 }
-inline WsLayout ws_layout(int64_t B, int64_t N, int64_t D) { return ws_layout(B, N, D, D); }
+inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B, N, C, C); }
+
+// The pair width D (x, out) and the hidden width H (a, b, z) of the kernels: multiples of 32 in
+// [32, kMaxWidth] each. The limit: stage 3 keeps a token's H values of z and D values of LN_in(x)
+// in registers (H / 4 + D / 4 per thread, 128 at 256 / 256 beside 64 accumulators), and stage
+// 1 holds a 128-token x tile of D whole in shared memory beside its weight ring.
+constexpr int kMaxWidth = 256;
 
 struct DevLayer {
-  int dim;
+  int dim;     // D
+  int hidden;  // H
   int direction;  // 0 outgoing, 1 incoming
   int residual;
   float eps;
-  const void* w_in;   // bf16 [4D][D]: per group of 8 channels: p_a, g_a, p_b, g_b rows
-  const void* w_out;  // bf16 [2D][D]: per group of 8 channels: p_out, g_out rows
+  const void* w_in;   // bf16 [4H][D]: per group of 8 hidden channels: p_a, g_a, p_b, g_b rows
+  // bf16 [2D][max(D, H)]: per group of 8 output channels 8 p_out rows (K = H) and 8 g_out rows
+  // (K = D), each zero past its K
+  const void* w_out;
   const float* ln_in_w;
   const float* ln_in_b;
   const float* ln_out_w;
   const float* ln_out_b;
-  const float* p_in_b;   // 2D (zeros when absent)
-  const float* g_in_b;   // 2D
+  const float* p_in_b;   // 2H (zeros when absent)
+  const float* g_in_b;   // 2H
   const float* p_out_b;  // D
   const float* g_out_b;  // D
 };
@@ -90,7 +100,7 @@ struct DevLayer {
 // pointer is a peer pointer (nvshmem_ptr) or a local staging area that puts forward afterwards.
 constexpr int kMaxRanks = 16;
 
-// Stage 1 output: channel c (of D) of batch b goes to rank q = c / dloc as plane
+// Stage 1 output: channel c (of H) of batch b goes to rank q = c / dloc as plane
 // (b * dloc + c % dloc) of that rank's a/b buffers; token (i, k) of this tile lands at row
 // row0[q] + i, column col0[q] + k of the plane (row stride ld[q], plane stride plane[q]).
 struct AbTarget {
@@ -107,7 +117,7 @@ struct AbTarget {
 // visits out_rows x out_cols tokens (out_cols rounded up to 128 per CTA) and stores the columns
 // < store_cols; a token is valid (else a = b = 0) when it lies inside x, its global position
 // (g_row0 + i, g_col0 + k) lies inside the N x N grid (n_valid), and its mask is nonzero.
-// Channels: chans = 0 computes all D; otherwise channels chan0 .. chan0 + chans - 1 (both
+// Channels: chans = 0 computes all H; otherwise channels chan0 .. chan0 + chans - 1 (both
 // multiples of 32: a channel group, see foldcp_forward_options.group), stored as if they were the
 // first chans channels (AbTarget channel c - chan0).
 struct ProjInGeom {
@@ -153,7 +163,7 @@ void clear_error();
 // Stage 1 (stage1_proj_in.cu): LN_in + input projections + gates + mask, a and b stored
 // channel-major through an AbTarget. The general form takes the ProjInGeom of a CP tile or the
 // whole grid; launch_proj_in is one GPU's: the channels chan0 .. chan0 + chans - 1 (a channel
-// group; all D when chans = D) into this workspace's a and b (chans planes each).
+// group; all H when chans = H) into this workspace's a and b (chans planes each).
 cudaError_t launch_proj_in_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,
                               const AbTarget& t, int64_t B, cudaStream_t s);
 cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask, void* a_ws, void* b_ws,
@@ -164,7 +174,7 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
 // 8 elements; tile_cols too when there is more than one destination: the epilogue stores 8
 // columns at a time). The _ctas form caps the persistent grid at max_ctas CTAs (> 0; tests use
 // it to run many tiles per CTA). launch_tri_gemm is one GPU's: the group's planes into this
-// workspace's z planes chan0 .. (of all D).
+// workspace's z planes chan0 .. (of all H).
 cudaError_t launch_tri_gemm_to(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
                                const ZTarget& t, int64_t B, cudaStream_t s);
 cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void* b_ws, int64_t np, int64_t sab,
@@ -172,20 +182,21 @@ cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void
 cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B,
                             int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
 // Stage 3 (stage3_proj_out.cu): LN_out + output projection + gate + residual. The tile form
-// reads z as (B, D) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D);
+// reads z as (B, H) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D);
 // launch_proj_out is one GPU's: the workspace's z for (B, N, N).
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
                                  int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
 cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
                             int64_t sz, cudaStream_t s);
-// Raise the dynamic shared-memory limits of the stage 1 / stage 3 kernels of D on the current
-// device (once per process and device; their launchers do it too). foldcp_trimul_create calls
-// them, so that a layer is only made where its kernels load.
+// Raise the dynamic shared-memory limits of the stage 1 / stage 3 kernels of (D, H) on the
+// current device (once per process and device; their launchers do it too). foldcp_trimul_create
+// calls them, so that a layer is only made where its kernels load.
 cudaError_t prepare_proj_in(int dim);
-cudaError_t prepare_proj_out(int dim);
+cudaError_t prepare_proj_out(int dim, int hidden);
 
 }  // namespace foldcp
 
-// For tests: where a forward of (B, N, D) leaves its intermediates in `workspace`.
-extern "C" int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t D, void* workspace, void** a_ws,
+// For tests: where a forward of B complexes of N tokens through a layer of hidden width C leaves
+// its intermediates in `workspace`.
+extern "C" int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t C, void* workspace, void** a_ws,
                                              void** b_ws, foldcp::bf16_raw** z_ws, int64_t* np, int64_t* sab, int64_t* sz);

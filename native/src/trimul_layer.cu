@@ -55,23 +55,23 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
   if (layer == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL: pass where to store the new layer");
   *layer = nullptr;
   if (w == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "weights is NULL");
-  const int64_t D = w->dim;
-  if (int st = foldcp::api::check_dim(D)) return st;
+  const int64_t D = w->dim, H = w->hidden == 0 ? w->dim : w->hidden;
+  if (int st = foldcp::api::check_dims(D, H)) return st;
   if (w->direction != FOLDCP_OUTGOING && w->direction != FOLDCP_INCOMING)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "direction = %d: must be 0 (outgoing) or 1 (incoming)", w->direction);
   if (!(w->eps > 0.f) || !std::isfinite(w->eps))
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "eps = %g: the LayerNorm eps must be finite and > 0", (double)w->eps);
-  const size_t d = (size_t)D;
+  const size_t d = (size_t)D, h = (size_t)H;
   if (int st = check_vec(w->norm_in_weight, d, "norm_in.weight", false)) return st;
   if (int st = check_vec(w->norm_in_bias, d, "norm_in.bias", false)) return st;
-  if (int st = check_vec(w->p_in_weight, 2 * d * d, "p_in.weight", false)) return st;
-  if (int st = check_vec(w->g_in_weight, 2 * d * d, "g_in.weight", false)) return st;
-  if (int st = check_vec(w->norm_out_weight, d, "norm_out.weight", false)) return st;
-  if (int st = check_vec(w->norm_out_bias, d, "norm_out.bias", false)) return st;
-  if (int st = check_vec(w->p_out_weight, d * d, "p_out.weight", false)) return st;
+  if (int st = check_vec(w->p_in_weight, 2 * h * d, "p_in.weight", false)) return st;
+  if (int st = check_vec(w->g_in_weight, 2 * h * d, "g_in.weight", false)) return st;
+  if (int st = check_vec(w->norm_out_weight, h, "norm_out.weight", false)) return st;
+  if (int st = check_vec(w->norm_out_bias, h, "norm_out.bias", false)) return st;
+  if (int st = check_vec(w->p_out_weight, d * h, "p_out.weight", false)) return st;
   if (int st = check_vec(w->g_out_weight, d * d, "g_out.weight", false)) return st;
-  if (int st = check_vec(w->p_in_bias, 2 * d, "p_in.bias", true)) return st;
-  if (int st = check_vec(w->g_in_bias, 2 * d, "g_in.bias", true)) return st;
+  if (int st = check_vec(w->p_in_bias, 2 * h, "p_in.bias", true)) return st;
+  if (int st = check_vec(w->g_in_bias, 2 * h, "g_in.bias", true)) return st;
   if (int st = check_vec(w->p_out_bias, d, "p_out.bias", true)) return st;
   if (int st = check_vec(w->g_out_bias, d, "g_out.bias", true)) return st;
 
@@ -93,35 +93,44 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
                 "device %d (%s) is sm_%d%d: this library is built for sm_90a (Hopper: H100/H200) only", dev,
                 prop.name, prop.major, prop.minor);
   FOLDCP_CK(foldcp::prepare_proj_in((int)D));
-  FOLDCP_CK(foldcp::prepare_proj_out((int)D));
+  FOLDCP_CK(foldcp::prepare_proj_out((int)D, (int)H));
 
-  // Rearranged fp32 copies on the host; converted to bf16 on the device.
-  std::vector<float> win(4 * d * d), wout(2 * d * d), vecs(10 * d, 0.f);
-  for (size_t grp = 0; grp < d / 8; ++grp) {
+  // Rearranged fp32 copies on the host; converted to bf16 on the device. W1 [4H][D]: per group of
+  // 8 hidden channels the rows of p_a, g_a, p_b, g_b. W3 [2D][max(D, H)]: per group of 8 output
+  // channels the rows of p_out (K = H) and g_out (K = D), zero past their K.
+  const size_t kw = std::max(d, h);
+  std::vector<float> win(4 * h * d), wout(2 * d * kw, 0.f), vecs(4 * d + 6 * h, 0.f);
+  for (size_t grp = 0; grp < h / 8; ++grp) {
     for (size_t r = 0; r < 8; ++r) {
       const size_t c = grp * 8 + r;
       for (size_t k = 0; k < d; ++k) {
         win[((grp * 32) + r) * d + k] = w->p_in_weight[c * d + k];
         win[((grp * 32) + 8 + r) * d + k] = w->g_in_weight[c * d + k];
-        win[((grp * 32) + 16 + r) * d + k] = w->p_in_weight[(d + c) * d + k];
-        win[((grp * 32) + 24 + r) * d + k] = w->g_in_weight[(d + c) * d + k];
-        wout[((grp * 16) + r) * d + k] = w->p_out_weight[c * d + k];
-        wout[((grp * 16) + 8 + r) * d + k] = w->g_out_weight[c * d + k];
+        win[((grp * 32) + 16 + r) * d + k] = w->p_in_weight[(h + c) * d + k];
+        win[((grp * 32) + 24 + r) * d + k] = w->g_in_weight[(h + c) * d + k];
       }
     }
   }
-  auto put = [&](size_t off, const float* src, size_t n) {
-    if (src)
-      for (size_t k = 0; k < n; ++k) vecs[off + k] = src[k];
+  for (size_t grp = 0; grp < d / 8; ++grp) {
+    for (size_t r = 0; r < 8; ++r) {
+      const size_t c = grp * 8 + r;
+      for (size_t k = 0; k < h; ++k) wout[((grp * 16) + r) * kw + k] = w->p_out_weight[c * h + k];
+      for (size_t k = 0; k < d; ++k) wout[((grp * 16) + 8 + r) * kw + k] = w->g_out_weight[c * d + k];
+    }
+  }
+  // The fp32 vectors: LN_in w, b (D each), LN_out w, b (H each), p_in, g_in biases (2H each),
+  // p_out, g_out biases (D each).
+  size_t off = 0;
+  auto put = [&](const float* src, size_t n) {  // returns where src went; absent = zeros
+    const size_t at = off;
+    if (src) std::copy(src, src + n, vecs.begin() + at);
+    off += n;
+    return at;
   };
-  put(0 * d, w->norm_in_weight, d);
-  put(1 * d, w->norm_in_bias, d);
-  put(2 * d, w->norm_out_weight, d);
-  put(3 * d, w->norm_out_bias, d);
-  put(4 * d, w->p_in_bias, 2 * d);
-  put(6 * d, w->g_in_bias, 2 * d);
-  put(8 * d, w->p_out_bias, d);
-  put(9 * d, w->g_out_bias, d);
+  const size_t o_lniw = put(w->norm_in_weight, d), o_lnib = put(w->norm_in_bias, d);
+  const size_t o_lnow = put(w->norm_out_weight, h), o_lnob = put(w->norm_out_bias, h);
+  const size_t o_pin = put(w->p_in_bias, 2 * h), o_gin = put(w->g_in_bias, 2 * h);
+  const size_t o_pout = put(w->p_out_bias, d), o_gout = put(w->g_out_bias, d);
 
   foldcp_trimul_layer* L = new foldcp_trimul_layer();
   L->device = dev;
@@ -144,7 +153,7 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
   CKC(cudaMalloc(&L->w_in, win.size() * 2));
   CKC(cudaMalloc(&L->w_out, wout.size() * 2));
   CKC(cudaMalloc(&L->vecs, vecs.size() * 4));
-  CKC(cudaMalloc(&tmp, win.size() * 4));
+  CKC(cudaMalloc(&tmp, std::max(win.size(), wout.size()) * 4));  // the staging of both
   CKC(cudaMemcpy(L->vecs, vecs.data(), vecs.size() * 4, cudaMemcpyHostToDevice));
   CKC(cudaMemcpy(tmp, win.data(), win.size() * 4, cudaMemcpyHostToDevice));
   CKC(launch_f32_to_bf16(tmp, L->w_in, win.size(), 0));
@@ -158,19 +167,20 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
 
   foldcp::DevLayer& dl = L->dl;
   dl.dim = (int)D;
+  dl.hidden = (int)H;
   dl.direction = w->direction;
   dl.residual = w->residual ? 1 : 0;
   dl.eps = w->eps;
   dl.w_in = L->w_in;
   dl.w_out = L->w_out;
-  dl.ln_in_w = L->vecs + 0 * d;
-  dl.ln_in_b = L->vecs + 1 * d;
-  dl.ln_out_w = L->vecs + 2 * d;
-  dl.ln_out_b = L->vecs + 3 * d;
-  dl.p_in_b = L->vecs + 4 * d;
-  dl.g_in_b = L->vecs + 6 * d;
-  dl.p_out_b = L->vecs + 8 * d;
-  dl.g_out_b = L->vecs + 9 * d;
+  dl.ln_in_w = L->vecs + o_lniw;
+  dl.ln_in_b = L->vecs + o_lnib;
+  dl.ln_out_w = L->vecs + o_lnow;
+  dl.ln_out_b = L->vecs + o_lnob;
+  dl.p_in_b = L->vecs + o_pin;
+  dl.g_in_b = L->vecs + o_gin;
+  dl.p_out_b = L->vecs + o_pout;
+  dl.g_out_b = L->vecs + o_gout;
   *layer = L;
   return FOLDCP_OK;
 }
@@ -191,10 +201,12 @@ int foldcp_trimul_destroy(foldcp_trimul_layer* L) {
   if (e != cudaSuccess) return cuda_fail(e, "cudaFree(layer weights)", __FILE__, __LINE__);
   return FOLDCP_OK;
 }
-int foldcp_trimul_layer_info(const foldcp_trimul_layer* L, int64_t* dim, int* direction, int* residual) {
+int foldcp_trimul_layer_info(const foldcp_trimul_layer* L, int64_t* dim, int64_t* hidden, int* direction,
+                             int* residual) {
   foldcp::clear_error();
   if (L == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL");
   if (dim) *dim = L->dl.dim;
+  if (hidden) *hidden = L->dl.hidden;
   if (direction) *direction = L->dl.direction;
   if (residual) *residual = L->dl.residual;
   return FOLDCP_OK;

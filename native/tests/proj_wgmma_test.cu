@@ -271,6 +271,7 @@ struct Layer {
     CUDA_OK(cudaMemcpy(d_vec, all.data(), all.size() * 4, cudaMemcpyHostToDevice));
     dl = foldcp::DevLayer{};
     dl.dim = d;
+    dl.hidden = d;  // the stage kernels here run at H = D (trimul_test covers H != D)
     dl.direction = 0;
     dl.residual = residual;
     dl.eps = 1e-5f;

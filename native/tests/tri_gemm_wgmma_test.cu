@@ -239,7 +239,7 @@ static void run_case(const Case& c, int dir, cudaStream_t s) {
   Dest zold = make_dest(c, np), znew = make_dest(c, np);
 
   foldcp::DevLayer L{};
-  L.dim = c.D;
+  L.dim = L.hidden = c.D;
   L.direction = dir;
   CUDA_OK(foldcp::launch_tri_gemm_mma_to(L, a, b, np, sab, zold.t, c.B, s));
   sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
@@ -360,7 +360,7 @@ static void bench(int B, int D, int N, int dir, cudaStream_t s) {
   fill_planes<<<1024, 256, 0, s>>>(b, planes, np, sab, kSeedB);
   Dest z = make_dest(c, np);
   foldcp::DevLayer L{};
-  L.dim = D;
+  L.dim = L.hidden = D;
   L.direction = dir;
   const double flop = 2.0 * (double)np * np * np * planes;
   cudaEvent_t e0, e1;
@@ -456,7 +456,7 @@ int main(int argc, char** argv) {
     // not is refused at launch, before anything runs.
     {
       foldcp::DevLayer L{};
-      L.dim = 1;
+      L.dim = L.hidden = 1;
       uint16_t* ab = nullptr;
       CUDA_OK(cudaMalloc(&ab, (size_t)2 * 128 * 128 * 2));
       foldcp::ZTarget zt{};

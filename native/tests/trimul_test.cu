@@ -91,29 +91,31 @@ static inline double dot(const double* a, const double* b, int n) {
 
 static double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
+// Pair width D, hidden width H (h = 0: H = D).
 struct HostWeights {
-  int D = 0;
+  int D = 0, H = 0;
   bool bias = false;
   std::vector<float> lniw, lnib, pin, gin, lnow, lnob, pout, gout, pinb, ginb, poutb, goutb;
-  void make(int d, bool with_bias, Rng& r) {
+  void make(int d, bool with_bias, Rng& r, int h = 0) {
     D = d;
+    H = h == 0 ? d : h;
     bias = with_bias;
-    const double s = 1.0 / std::sqrt((double)d);
+    const double s = 1.0 / std::sqrt((double)d), sh = 1.0 / std::sqrt((double)H);
     auto fill = [&](std::vector<float>& v, size_t n, double scale, double offset) {
       v.resize(n);
       for (auto& e : v) e = (float)(offset + scale * r.sym());
     };
     fill(lniw, d, 0.3, 1.0);
     fill(lnib, d, 0.3, 0.0);
-    fill(lnow, d, 0.3, 1.0);
-    fill(lnob, d, 0.3, 0.0);
-    fill(pin, 2 * (size_t)d * d, s, 0.0);
-    fill(gin, 2 * (size_t)d * d, s, 0.0);
-    fill(pout, (size_t)d * d, s, 0.0);
+    fill(lnow, H, 0.3, 1.0);
+    fill(lnob, H, 0.3, 0.0);
+    fill(pin, 2 * (size_t)H * d, s, 0.0);
+    fill(gin, 2 * (size_t)H * d, s, 0.0);
+    fill(pout, (size_t)d * H, sh, 0.0);
     fill(gout, (size_t)d * d, s, 0.0);
     if (with_bias) {
-      fill(pinb, 2 * d, 0.3, 0.0);
-      fill(ginb, 2 * d, 0.3, 0.0);
+      fill(pinb, 2 * H, 0.3, 0.0);
+      fill(ginb, 2 * H, 0.3, 0.0);
       fill(poutb, d, 0.3, 0.0);
       fill(goutb, d, 0.3, 0.0);
     } else {
@@ -126,6 +128,7 @@ struct HostWeights {
   foldcp_trimul_weights view(int direction, int residual) const {
     foldcp_trimul_weights w{};
     w.dim = D;
+    w.hidden = H;
     w.direction = direction;
     w.residual = residual;
     w.eps = 1e-5f;
@@ -145,10 +148,10 @@ struct HostWeights {
   }
 };
 
-// float64 reference of one layer on the same bf16 inputs.
+// float64 reference of one layer on the same bf16 inputs (pair width D, hidden width H).
 struct Reference {
   int64_t B, N;
-  int D, dir, residual;
+  int D, H, dir, residual;
   const std::vector<uint16_t>* x;
   const std::vector<uint8_t>* mask;  // empty = all valid
   std::vector<double> w_pin, w_gin, w_pout, w_gout, lniw, lnib, lnow, lnob, pinb, ginb, poutb, goutb;
@@ -162,17 +165,17 @@ struct Reference {
       for (size_t k = 0; k < v.size() && k < n; ++k) o[k] = v[k];
       return o;
     };
-    const size_t d = D;
-    w_pin = cv(w.pin, 2 * d * d);
-    w_gin = cv(w.gin, 2 * d * d);
-    w_pout = cv(w.pout, d * d);
+    const size_t d = D, h = H;
+    w_pin = cv(w.pin, 2 * h * d);
+    w_gin = cv(w.gin, 2 * h * d);
+    w_pout = cv(w.pout, d * h);
     w_gout = cv(w.gout, d * d);
     lniw = cv(w.lniw, d);
     lnib = cv(w.lnib, d);
-    lnow = cv(w.lnow, d);
-    lnob = cv(w.lnob, d);
-    pinb = cv(w.pinb, 2 * d);
-    ginb = cv(w.ginb, 2 * d);
+    lnow = cv(w.lnow, h);
+    lnob = cv(w.lnob, h);
+    pinb = cv(w.pinb, 2 * h);
+    ginb = cv(w.ginb, 2 * h);
     poutb = cv(w.poutb, d);
     goutb = cv(w.goutb, d);
   }
@@ -191,8 +194,8 @@ struct Reference {
     for (int c = 0; c < D; ++c) xn[c] = (xr[c] - mean) * rstd * lniw[c] + lnib[c];
   }
   void compute_ab() {
-    A.assign((size_t)B * D * N * N, 0.0);
-    Bm.assign((size_t)B * D * N * N, 0.0);
+    A.assign((size_t)B * H * N * N, 0.0);
+    Bm.assign((size_t)B * H * N * N, 0.0);
     parallel_for(B * N, [&](int64_t br) {
       const int64_t b = br / N, row = br % N;
       std::vector<double> xn(D), xr(D);
@@ -202,41 +205,41 @@ struct Reference {
         const int64_t p = dir == 0 ? row : col, q = dir == 0 ? col : row;
         if (!valid) continue;  // a = b = 0
         ln_in(tok, xn.data(), xr.data());
-        for (int c = 0; c < D; ++c) {
+        for (int c = 0; c < H; ++c) {
           const double pa = dot(xn.data(), &w_pin[(size_t)c * D], D) + pinb[c];
           const double ga = dot(xn.data(), &w_gin[(size_t)c * D], D) + ginb[c];
-          const double pb = dot(xn.data(), &w_pin[(size_t)(D + c) * D], D) + pinb[D + c];
-          const double gb = dot(xn.data(), &w_gin[(size_t)(D + c) * D], D) + ginb[D + c];
-          const size_t o = (((size_t)b * D + c) * N + p) * N + q;
+          const double pb = dot(xn.data(), &w_pin[(size_t)(H + c) * D], D) + pinb[H + c];
+          const double gb = dot(xn.data(), &w_gin[(size_t)(H + c) * D], D) + ginb[H + c];
+          const size_t o = (((size_t)b * H + c) * N + p) * N + q;
           A[o] = sigmoid(ga) * pa;
           Bm[o] = sigmoid(gb) * pb;
         }
       }
     });
   }
-  // z row (b, i): zr[j * D + c]
+  // z row (b, i): zr[j * H + c]
   void z_row(int64_t b, int64_t i, double* zr) const {
-    for (int c = 0; c < D; ++c) {
-      const double* a = &A[(((size_t)b * D + c) * N + i) * N];
-      for (int64_t j = 0; j < N; ++j) zr[j * D + c] = dot(a, &Bm[(((size_t)b * D + c) * N + j) * N], (int)N);
+    for (int c = 0; c < H; ++c) {
+      const double* a = &A[(((size_t)b * H + c) * N + i) * N];
+      for (int64_t j = 0; j < N; ++j) zr[j * H + c] = dot(a, &Bm[(((size_t)b * H + c) * N + j) * N], (int)N);
     }
   }
   // out row (b, i): o[j * D + c]
   void out_row(int64_t b, int64_t i, const double* zr, double* o) const {
-    std::vector<double> xn(D), xr(D), lz(D);
+    std::vector<double> xn(D), xr(D), lz(H);
     for (int64_t j = 0; j < N; ++j) {
-      const double* z = zr + j * D;
+      const double* z = zr + j * H;
       double mean = 0;
-      for (int c = 0; c < D; ++c) mean += z[c];
-      mean /= D;
+      for (int c = 0; c < H; ++c) mean += z[c];
+      mean /= H;
       double var = 0;
-      for (int c = 0; c < D; ++c) var += (z[c] - mean) * (z[c] - mean);
-      var /= D;
+      for (int c = 0; c < H; ++c) var += (z[c] - mean) * (z[c] - mean);
+      var /= H;
       const double rstd = 1.0 / std::sqrt(var + 1e-5);
-      for (int c = 0; c < D; ++c) lz[c] = (z[c] - mean) * rstd * lnow[c] + lnob[c];
+      for (int c = 0; c < H; ++c) lz[c] = (z[c] - mean) * rstd * lnow[c] + lnob[c];
       ln_in((b * N + i) * N + j, xn.data(), xr.data());
       for (int c = 0; c < D; ++c) {
-        const double po = dot(lz.data(), &w_pout[(size_t)c * D], D) + poutb[c];
+        const double po = dot(lz.data(), &w_pout[(size_t)c * H], H) + poutb[c];
         const double go = dot(xn.data(), &w_gout[(size_t)c * D], D) + goutb[c];
         double v = sigmoid(go) * po;
         if (residual) v += xr[c];
@@ -253,16 +256,17 @@ struct Case {
   int residual;
   bool mask;
   int sample_rows;  // 0 = all rows
+  int H = 0;        // hidden width; 0 = D
 };
 
 static int g_failures = 0;
 
 static bool run_case(const Case& cs, uint64_t seed) {
   const int64_t B = cs.B, N = cs.N;
-  const int D = cs.D;
+  const int D = cs.D, H = cs.H == 0 ? cs.D : cs.H;
   Rng rng(seed);
   HostWeights hw;
-  hw.make(D, cs.bias, rng);
+  hw.make(D, cs.bias, rng, H);
   const size_t ntok = (size_t)B * N * N, nel = ntok * D;
   std::vector<uint16_t> hx(nel);
   for (auto& v : hx) v = f2bf((float)(0.5 + rng.normal()));
@@ -287,7 +291,7 @@ static bool run_case(const Case& cs, uint64_t seed) {
     return false;
   }
   size_t ws_bytes = 0;
-  if (foldcp_trimul_workspace_size(B, N, D, &ws_bytes) != FOLDCP_OK) {
+  if (foldcp_trimul_workspace_size(B, N, H, &ws_bytes) != FOLDCP_OK) {
     printf("FAIL workspace_size: %s\n", foldcp_last_error());
     return false;
   }
@@ -339,6 +343,7 @@ static bool run_case(const Case& cs, uint64_t seed) {
   ref.B = B;
   ref.N = N;
   ref.D = D;
+  ref.H = H;
   ref.dir = cs.dir;
   ref.residual = cs.residual;
   ref.x = &hx;
@@ -367,11 +372,11 @@ static bool run_case(const Case& cs, uint64_t seed) {
         }
     }
   }
-  std::vector<double> zref(rows.size() * N * D), oref(rows.size() * N * D);
+  std::vector<double> zref(rows.size() * N * H), oref(rows.size() * N * D);
   parallel_for((int64_t)rows.size(), [&](int64_t r) {
     const int64_t b = rows[r] / N, i = rows[r] % N;
-    ref.z_row(b, i, &zref[(size_t)r * N * D]);
-    ref.out_row(b, i, &zref[(size_t)r * N * D], &oref[(size_t)r * N * D]);
+    ref.z_row(b, i, &zref[(size_t)r * N * H]);
+    ref.out_row(b, i, &zref[(size_t)r * N * H], &oref[(size_t)r * N * D]);
   });
   double num = 0, den = 0, maxabs = 0;
   for (size_t r = 0; r < rows.size(); ++r)
@@ -389,27 +394,27 @@ static bool run_case(const Case& cs, uint64_t seed) {
   void *pa, *pb;
   uint16_t* pz;  // z is bf16
   int64_t np = 0, sab = 0, sz = 0;
-  foldcp_trimul_debug_workspace(B, N, D, dws, &pa, &pb, &pz, &np, &sab, &sz);
+  foldcp_trimul_debug_workspace(B, N, H, dws, &pa, &pb, &pz, &np, &sab, &sz);
   double ea = -1, eb = -1, ez = -1;
   {
     const size_t plane = (size_t)sab;
-    std::vector<uint16_t> ha((size_t)B * D * plane), hb((size_t)B * D * plane);
+    std::vector<uint16_t> ha((size_t)B * H * plane), hb((size_t)B * H * plane);
     CUDA_OK(cudaMemcpy(ha.data(), pa, ha.size() * 2, cudaMemcpyDeviceToHost));
     CUDA_OK(cudaMemcpy(hb.data(), pb, hb.size() * 2, cudaMemcpyDeviceToHost));
     double na = 0, da = 0, nb = 0, db = 0;
     size_t padbad = 0;
     for (int64_t b = 0; b < B; ++b)
-      for (int c = 0; c < D; ++c)
+      for (int c = 0; c < H; ++c)
         for (int64_t row = 0; row < np; ++row)
           for (int64_t col = 0; col < np; ++col) {
-            const size_t o = ((size_t)b * D + c) * plane + row * np + col;
+            const size_t o = ((size_t)b * H + c) * plane + row * np + col;
             const double ga = bf2f(ha[o]), gb = bf2f(hb[o]);
             if (row >= N || col >= N) {
               if (ga != 0.0 || gb != 0.0) ++padbad;
               continue;
             }
             const int64_t p = cs.dir == 0 ? row : col, q = cs.dir == 0 ? col : row;
-            const size_t ro = (((size_t)b * D + c) * N + p) * N + q;
+            const size_t ro = (((size_t)b * H + c) * N + p) * N + q;
             na += (ga - ref.A[ro]) * (ga - ref.A[ro]);
             da += ref.A[ro] * ref.A[ro];
             nb += (gb - ref.Bm[ro]) * (gb - ref.Bm[ro]);
@@ -421,15 +426,15 @@ static bool run_case(const Case& cs, uint64_t seed) {
       printf("  stage 1: %zu padded a/b entries are not zero\n", padbad);
       ea = std::max(ea, 1.0);
     }
-    std::vector<uint16_t> hz((size_t)B * D * sz);
+    std::vector<uint16_t> hz((size_t)B * H * sz);
     CUDA_OK(cudaMemcpy(hz.data(), pz, hz.size() * 2, cudaMemcpyDeviceToHost));
     double nz = 0, dz = 0;
     for (size_t r = 0; r < rows.size(); ++r) {
       const int64_t b = rows[r] / N, i = rows[r] % N;
-      for (int c = 0; c < D; ++c)
+      for (int c = 0; c < H; ++c)
         for (int64_t j = 0; j < N; ++j) {
-          const double g = bf2f(hz[((size_t)b * D + c) * sz + i * np + j]);
-          const double f = zref[((size_t)r * N + j) * D + c];
+          const double g = bf2f(hz[((size_t)b * H + c) * sz + i * np + j]);
+          const double f = zref[((size_t)r * N + j) * H + c];
           nz += (g - f) * (g - f);
           dz += f * f;
         }
@@ -438,9 +443,9 @@ static bool run_case(const Case& cs, uint64_t seed) {
   }
 
   const bool ok = bad == 0 && std::isfinite(rel) && rel <= 1e-2 && determ;
-  printf("%s B=%lld N=%4lld D=%3d %-8s bias=%d res=%d mask=%-4s rows=%-5s | rel=%.3e maxabs=%.3e nonfinite=%zu "
+  printf("%s B=%lld N=%4lld D=%3d H=%3d %-8s bias=%d res=%d mask=%-4s rows=%-5s | rel=%.3e maxabs=%.3e nonfinite=%zu "
          "determ=%s | a=%.2e b=%.2e z=%.2e | %.3f ms\n",
-         ok ? "PASS" : "FAIL", (long long)B, (long long)N, D, cs.dir == 0 ? "outgoing" : "incoming", (int)cs.bias,
+         ok ? "PASS" : "FAIL", (long long)B, (long long)N, D, H, cs.dir == 0 ? "outgoing" : "incoming", (int)cs.bias,
          cs.residual, cs.mask ? "yes" : "none", cs.sample_rows ? std::to_string(rows.size()).c_str() : "all", rel,
          maxabs, bad, determ ? "yes" : "NO", ea, eb, ez, ms);
   fflush(stdout);
@@ -467,7 +472,16 @@ static bool expect_error(const char* what, int rc, int want, const char* must_co
 
 static void error_tests() {
   size_t bytes = 0;
-  expect_error("D = 48", foldcp_trimul_workspace_size(1, 100, 48, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "D = 48");
+  expect_error("H = 48", foldcp_trimul_workspace_size(1, 100, 48, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "H = 48");
+  expect_error("D = 288", foldcp_trimul_check_dims(288, 128), FOLDCP_ERR_INVALID_ARGUMENT, "D = 288");
+  expect_error("H = 80", foldcp_trimul_check_dims(128, 80), FOLDCP_ERR_INVALID_ARGUMENT, "H = 80");
+  expect_error("H = 512", foldcp_trimul_check_dims(128, 512), FOLDCP_ERR_INVALID_ARGUMENT, "multiple of 32 in [32, 256]");
+  {
+    const bool ok = foldcp_trimul_check_dims(256, 32) == FOLDCP_OK && foldcp_trimul_check_dims(32, 256) == FOLDCP_OK &&
+                    foldcp_trimul_check_dims(96, 0) == FOLDCP_OK;
+    printf("%s check_dims takes (256, 32), (32, 256) and (96, H = D)\n", ok ? "PASS" : "FAIL");
+    if (!ok) ++g_failures;
+  }
   expect_error("N = 0", foldcp_trimul_workspace_size(1, 0, 128, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "N = 0");
   expect_error("B = 0", foldcp_trimul_workspace_size(0, 10, 128, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "B = 0");
   Rng rng(7);
@@ -478,6 +492,17 @@ static void error_tests() {
   foldcp_trimul_layer* layer = nullptr;
   expect_error("NaN weight", foldcp_trimul_create(&wv, &layer), FOLDCP_ERR_INVALID_ARGUMENT, "p_in.weight[17]");
   hw.pin[17] = 0.f;
+  wv = hw.view(0, 0);
+  wv.hidden = 48;
+  expect_error("layer of H = 48", foldcp_trimul_create(&wv, &layer), FOLDCP_ERR_INVALID_ARGUMENT, "H = 48");
+  {  // the hidden width decides the array lengths that are read: p_out of [D][H] at H = 32 < D
+    HostWeights hh;
+    hh.make(64, true, rng, 32);
+    hh.pout.back() = NAN;
+    wv = hh.view(0, 0);
+    expect_error("NaN in p_out of H = 32", foldcp_trimul_create(&wv, &layer), FOLDCP_ERR_INVALID_ARGUMENT,
+                 "p_out.weight[2047]");
+  }
   wv = hw.view(0, 0);
   wv.g_out_weight = nullptr;
   expect_error("missing weight", foldcp_trimul_create(&wv, &layer), FOLDCP_ERR_INVALID_ARGUMENT, "g_out.weight");
@@ -614,14 +639,15 @@ static void group_test(bool quick) {
     int64_t B, N;
     int D, dir;
     std::vector<int64_t> groups;
+    int H = 0;  // 0 = D
   };
-  std::vector<GCase> cases = {{2, 130, 128, 0, {32, 96}}, {1, 257, 256, 1, {64, 96, 224}}};
+  std::vector<GCase> cases = {{2, 130, 128, 0, {32, 96}}, {1, 257, 256, 1, {64, 96, 224}}, {1, 130, 96, 1, {32, 64}, 160}};
   if (!quick) cases.push_back({1, 1000, 128, 1, {32}});
   Rng rng(4242);
   bool ok = true;
   for (const GCase& c : cases) {
     HostWeights hw;
-    hw.make(c.D, true, rng);
+    hw.make(c.D, true, rng, c.H);
     const size_t nel = (size_t)c.B * c.N * c.N * c.D;
     std::vector<uint16_t> hx(nel);
     for (auto& v : hx) v = f2bf((float)rng.normal());
@@ -635,7 +661,7 @@ static void group_test(bool quick) {
       return;
     }
     size_t full = 0;
-    foldcp_trimul_workspace_size(c.B, c.N, c.D, &full);
+    foldcp_trimul_workspace_size(c.B, c.N, hw.H, &full);
     void *dx, *dref, *dout, *dws;
     uint8_t* dm;
     CUDA_OK(cudaMalloc(&dx, nel * 2));
@@ -651,7 +677,7 @@ static void group_test(bool quick) {
     CUDA_OK(cudaMemcpy(ref.data(), dref, nel * 2, cudaMemcpyDeviceToHost));
     for (int64_t g : c.groups) {
       size_t need = 0;
-      int rs = foldcp_trimul_workspace_size_group(c.B, c.N, c.D, g, &need);
+      int rs = foldcp_trimul_workspace_size_group(c.B, c.N, hw.H, g, &need);
       foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
       opts.group = g;
       CUDA_OK(cudaMemset(dout, 0xFF, nel * 2));
@@ -672,12 +698,12 @@ static void group_test(bool quick) {
       for (float t : ms) timed = timed && std::isfinite(t) && t > 0.f;
       const bool same_profiled = rc == FOLDCP_OK && rpf == FOLDCP_OK && memcmp(ref.data(), got.data(), nel * 2) == 0;
       int64_t pick = 0;
-      const int rp = foldcp_trimul_channel_group(c.B, c.N, c.D, need, &pick);
-      const bool picks = rp == FOLDCP_OK && pick >= g && pick <= c.D;
+      const int rp = foldcp_trimul_channel_group(c.B, c.N, hw.H, need, &pick);
+      const bool picks = rp == FOLDCP_OK && pick >= g && pick <= hw.H;
       const bool pass = same && same_profiled && timed && picks;
-      printf("%s channel group %lld of D = %d (B=%lld N=%lld dir=%d): workspace %zu of %zu bytes, equal to ungrouped "
+      printf("%s channel group %lld of H = %d, D = %d (B=%lld N=%lld dir=%d): workspace %zu of %zu bytes, equal to ungrouped "
              "bit for bit: %s, profiled too: %s (stages %.3f %.3f %.3f ms); channel_group(%zu bytes) = %lld\n",
-             pass ? "PASS" : "FAIL", (long long)g, c.D, (long long)c.B, (long long)c.N, c.dir, need, full,
+             pass ? "PASS" : "FAIL", (long long)g, hw.H, c.D, (long long)c.B, (long long)c.N, c.dir, need, full,
              same ? "yes" : "no", same_profiled ? "yes" : "no", ms[0], ms[1], ms[2], need, (long long)pick);
       if (!pass) ok = false;
     }
@@ -728,6 +754,19 @@ int main(int argc, char** argv) {
     cases.push_back({2, 1000, 32, 1, true, 1, true, 8});
     cases.push_back({1, 1000, 128, 1, true, 0, true, 6});
     cases.push_back({1, 1000, 128, 0, false, 0, true, 6});
+  }
+  // A hidden width of its own (H != D): narrower and wider than D, H % 64 == 32 and D % 64 == 32
+  // (half-used k-blocks on either side of stage 3's split K), the GPU MODE shape 256 / 128.
+  //              B     N    D  dir  bias res mask  sample  H
+  cases.push_back({1, 100, 128, 0, true, 1, true, 0, 64});
+  cases.push_back({1, 100, 64, 1, true, 0, true, 0, 128});
+  if (!quick) {
+    cases.push_back({1, 130, 256, 1, true, 1, true, 0, 128});
+    cases.push_back({2, 257, 128, 0, false, 0, true, 0, 96});
+    cases.push_back({1, 130, 96, 1, true, 1, false, 0, 224});
+    cases.push_back({1, 100, 256, 0, true, 0, true, 0, 32});
+    cases.push_back({1, 100, 32, 1, true, 1, true, 0, 256});
+    cases.push_back({1, 1000, 256, 0, true, 1, true, 4, 128});
   }
   int n = 0;
   for (const Case& c : cases) {

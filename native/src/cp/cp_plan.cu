@@ -1,5 +1,5 @@
 // Making a CP plan (include/foldcp_cp.h): the configuration's checks, the agreement of the ranks,
-// the symmetric buffers of one (B, N, D, grid) on the team and the store targets of the two fused
+// the symmetric buffers of one (B, N, D, H, grid) on the team and the store targets of the two fused
 // reshards (peer pointers or staging + puts, chosen once at creation); and its destruction.
 // cp_forward.cu runs it.
 #include <nvshmem.h>
@@ -16,17 +16,25 @@ namespace foldcp {
 namespace cp {
 namespace {
 
+// The configuration with its hidden width made explicit (0 means H = D): what the rest reads.
+foldcp_cp_config with_hidden(const foldcp_cp_config& in) {
+  foldcp_cp_config c = in;
+  if (c.hidden == 0) c.hidden = c.dim;
+  return c;
+}
+
+// c normalized: the channels of a, b and z are its H.
 Layout layout_of(const foldcp_cp_config& c, int route) {
   Layout l;
   l.cp = c.grid_rows * c.grid_cols;
-  l.dloc = (int)(c.dim / l.cp);
+  l.dloc = (int)(c.hidden / l.cp);
   l.nt = c.grid_rows * c.tile_rows;
   l.np = padded_n(l.nt);
   l.sab = ab_plane_stride(l.np);
   l.szt = c.tile_rows * c.tile_cols;
   // The receive buffers: a and b of this rank's channels over the whole grid, z of all channels
   // over this rank's tile (its z planes are not padded).
-  const AbzSections ab = abz_sections((size_t)c.batch * l.dloc * l.sab * 2, (size_t)c.batch * c.dim * l.szt * 2);
+  const AbzSections ab = abz_sections((size_t)c.batch * l.dloc * l.sab * 2, (size_t)c.batch * c.hidden * l.szt * 2);
   l.a_off = ab.a_off;
   l.b_off = ab.b_off;
   l.z_off = ab.z_off;
@@ -44,7 +52,7 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
 
 // What ranks compare before allocating anything (must fit kRecordBytes).
 struct Record {
-  int64_t batch, n, dim, tile_rows, tile_cols;
+  int64_t batch, n, dim, hidden, tile_rows, tile_cols;
   int32_t grid_rows, grid_cols, route, nlayers, reach_all, device, reshard;
   uint8_t digest[FOLDCP_CP_DIGEST_BYTES];
 };
@@ -61,8 +69,8 @@ std::string hex(const uint8_t* d, int n) {
 }
 
 std::string shape_text(const foldcp_cp_config& c) {
-  return "(B, N, D) = (" + std::to_string(c.batch) + ", " + std::to_string(c.n) + ", " + std::to_string(c.dim) +
-         "), grid " + std::to_string(c.grid_rows) + "x" + std::to_string(c.grid_cols) + ", tiles " +
+  return "(B, N, D, H) = (" + std::to_string(c.batch) + ", " + std::to_string(c.n) + ", " + std::to_string(c.dim) +
+         ", " + std::to_string(c.hidden) + "), grid " + std::to_string(c.grid_rows) + "x" + std::to_string(c.grid_cols) + ", tiles " +
          std::to_string(c.tile_rows) + "x" + std::to_string(c.tile_cols);
 }
 
@@ -72,11 +80,13 @@ int check_config(const foldcp_cp_config& c) {
     return bad("CP grid " + std::to_string(c.grid_rows) + "x" + std::to_string(c.grid_cols) +
                ": each side must be >= 1 and cp = cp0 * cp1 at most " + std::to_string(kMaxRanks));
   const int cp = c.grid_rows * c.grid_cols;
-  if (c.dim % cp != 0)
-    return bad("D = " + std::to_string(c.dim) + " is not divisible by cp = " + std::to_string(cp) + " (grid " +
-               std::to_string(c.grid_rows) + "x" + std::to_string(c.grid_cols) +
-               "): each rank owns D / cp channels of the triangle product");
   if (int st = foldcp_trimul_check_shape(c.batch, c.n, c.dim)) return st;
+  if (int st = foldcp_trimul_check_dims(c.dim, c.hidden)) return st;
+  if (c.hidden % cp != 0)
+    return bad("H = " + std::to_string(c.hidden) + " is not divisible by cp = " + std::to_string(cp) + " (grid " +
+               std::to_string(c.grid_rows) + "x" + std::to_string(c.grid_cols) +
+               "): each rank owns H / cp channels of the triangle product (H: the hidden width, D when the layers "
+               "have none of their own)");
   if (c.tile_rows < 8 || c.tile_cols < 8 || c.tile_rows % 8 != 0 || c.tile_cols % 8 != 0)
     return bad("tile " + std::to_string(c.tile_rows) + "x" + std::to_string(c.tile_cols) +
                ": tile sides must be positive multiples of 8 (16-byte stores of bf16 channel rows)");
@@ -90,8 +100,8 @@ int check_config(const foldcp_cp_config& c) {
     return bad("route = " + std::to_string(c.route) + ": must be 0 (auto), 1 (peer) or 2 (put)");
   if (c.reshard != FOLDCP_CP_FUSED && c.reshard != FOLDCP_CP_UNFUSED)
     return bad("reshard = " + std::to_string(c.reshard) + ": must be 0 (fused) or 1 (unfused)");
-  if (c.batch * c.dim / cp > 65535)
-    return bad("B * D / cp = " + std::to_string(c.batch * c.dim / cp) + ": the triangle GEMM grid needs <= 65535");
+  if (c.batch * c.hidden / cp > 65535)
+    return bad("B * H / cp = " + std::to_string(c.batch * c.hidden / cp) + ": the triangle GEMM grid needs <= 65535");
   return FOLDCP_OK;
 }
 
@@ -109,8 +119,9 @@ extern "C" {
 int foldcp_cp_plan_bytes(const foldcp_cp_config* cfg, int route, size_t* bytes) {
   clear_error();
   if (cfg == nullptr || bytes == nullptr) return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "cfg and bytes must not be NULL");
-  if (int st = check_config(*cfg)) return st;
-  *bytes = layout_of(*cfg, route).total;
+  const foldcp_cp_config c = with_hidden(*cfg);
+  if (int st = check_config(c)) return st;
+  *bytes = layout_of(c, route).total;
   return FOLDCP_OK;
 }
 
@@ -121,7 +132,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
   *out = nullptr;
   if (int st = require_team("creating a CP plan")) return st;
   Team& t = team();
-  const foldcp_cp_config c = *cfg;
+  const foldcp_cp_config c = with_hidden(*cfg);
   if (int st = check_config(c)) return st;
   const int cp = c.grid_rows * c.grid_cols;
   if (cp != t.n)
@@ -136,9 +147,11 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
     int dev = -1;
     const DevLayer* dl = dev_layer(layers[i], &dev);
     if (dl == nullptr) return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "layer " + std::to_string(i) + " is NULL");
-    if (dl->dim != c.dim)
-      return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "layer " + std::to_string(i) + " has D = " + std::to_string(dl->dim) +
-                                                        " but the plan has D = " + std::to_string(c.dim));
+    if (dl->dim != c.dim || dl->hidden != c.hidden)
+      return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "layer " + std::to_string(i) + " has (D, H) = (" +
+                                                        std::to_string(dl->dim) + ", " + std::to_string(dl->hidden) +
+                                                        ") but the plan has (D, H) = (" + std::to_string(c.dim) + ", " +
+                                                        std::to_string(c.hidden) + ")");
     if (dev != t.device)
       return set_error(FOLDCP_ERR_INVALID_ARGUMENT, "layer " + std::to_string(i) + " lives on device " +
                                                         std::to_string(dev) + " but the team's device is " +
@@ -155,6 +168,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
   mine.batch = c.batch;
   mine.n = c.n;
   mine.dim = c.dim;
+  mine.hidden = c.hidden;
   mine.tile_rows = c.tile_rows;
   mine.tile_cols = c.tile_cols;
   mine.grid_rows = c.grid_rows;
@@ -177,7 +191,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
   std::string unreachable;
   for (int r = 0; r < t.n; ++r) {
     const Record& x = recs[r];
-    if (x.batch != r0.batch || x.n != r0.n || x.dim != r0.dim || x.tile_rows != r0.tile_rows ||
+    if (x.batch != r0.batch || x.n != r0.n || x.dim != r0.dim || x.hidden != r0.hidden || x.tile_rows != r0.tile_rows ||
         x.tile_cols != r0.tile_cols || x.grid_rows != r0.grid_rows || x.grid_cols != r0.grid_cols ||
         x.nlayers != r0.nlayers || x.reshard != r0.reshard)
       shape_diff += (shape_diff.empty() ? "" : ", ") + std::to_string(r);
@@ -266,7 +280,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
       p->zt.z[q] = static_cast<bf16_raw*>(nvshmem_ptr(z_recv, q));
       p->zt.ld[q] = c.tile_cols;
       p->zt.plane[q] = lay.szt;
-      p->zt.chans[q] = (int)c.dim;
+      p->zt.chans[q] = (int)c.hidden;
       p->zt.chan0[q] = me * lay.dloc;
     } else {
       bf16_raw* sa = reinterpret_cast<bf16_raw*>(base + lay.stage_ab_off);
@@ -316,7 +330,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
       zc.run = lay.szt * 2;
       zc.src_so = (int64_t)lay.dloc * lay.szt * 2;
       zc.src_si = lay.szt * 2;
-      zc.dst_so = c.dim * lay.szt * 2;
+      zc.dst_so = c.hidden * lay.szt * 2;
       zc.dst_si = lay.szt * 2;
       p->copy_z.blk[p->copy_z.n++] = normalized(zc);
     }
@@ -331,7 +345,7 @@ int foldcp_cp_plan_create(const foldcp_cp_config* cfg, foldcp_trimul_layer* cons
     p->put_ab = PutAb{sa, sa + (size_t)lay.cp * lay.stage_ab_rank, a_recv, b_recv, lay.stage_ab_rank,
                       c.tile_rows, c.tile_cols, row0, col0, lay.np, lay.sab, (int)(c.batch * lay.dloc), me, t.n};
     p->put_z = PutZ{reinterpret_cast<bf16_raw*>(base + lay.stage_z_off), z_recv, lay.stage_z_rank, lay.szt, lay.szt,
-                    lay.dloc, (int)c.dim, (int)(c.batch * lay.dloc), me, t.n};
+                    lay.dloc, (int)c.hidden, (int)(c.batch * lay.dloc), me, t.n};
   }
   // Bytes leaving this rank per layer: my tile's a and b for the other ranks' channels, and z of
   // my channels for the other ranks' tokens.

@@ -110,7 +110,7 @@ __global__ void put_z_kernel(const __grid_constant__ PutZ p) {
   const int plane = blockIdx.x;
   const int b = plane / p.dloc, cl = plane - b * p.dloc;
   const bf16_raw* src = p.stage + o * p.stage_rank + plane * p.tile_elems;
-  bf16_raw* dst = p.recv + ((int64_t)b * p.dim + (int64_t)p.me * p.dloc + cl) * p.szt;
+  bf16_raw* dst = p.recv + ((int64_t)b * p.hidden + (int64_t)p.me * p.dloc + cl) * p.szt;
   nvshmemx_putmem_nbi_block(dst, src, (size_t)p.tile_elems * 2, o);
   __syncthreads();
   if (threadIdx.x == 0) nvshmem_quiet();

@@ -78,9 +78,9 @@ struct PutAb {
 };
 struct PutZ {
   const bf16_raw* stage;  // [rank][plane][tile_rows][tile_cols] (z is bf16)
-  bf16_raw* recv;         // symmetric: [b * D + channel][tile_rows][tile_cols] (stride szt)
+  bf16_raw* recv;         // symmetric: [b * H + channel][tile_rows][tile_cols] (stride szt)
   int64_t stage_rank, tile_elems, szt;
-  int dloc, dim, planes, me, n;
+  int dloc, hidden, planes, me, n;
 };
 cudaError_t launch_put_ab(const PutAb& p, cudaStream_t s);
 cudaError_t launch_put_z(const PutZ& p, cudaStream_t s);

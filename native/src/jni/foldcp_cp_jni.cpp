@@ -36,12 +36,14 @@ const StatusMap kCpMap{cp_status_name, cp_input_error, cp_exception};
 
 bool check(JNIEnv* env, int status, const char* call) { return check(env, kCpMap, status, call); }
 
-bool config_from(JNIEnv* env, jlong batch, jlong n, jlong dim, jint grid_rows, jint grid_cols, jlong tile_rows,
-                 jlong tile_cols, jint route, jint reshard, jbyteArray digest, foldcp_cp_config* c) {
+// hidden: the layers' H (0 = D), the channels the reshards carry.
+bool config_from(JNIEnv* env, jlong batch, jlong n, jlong dim, jlong hidden, jint grid_rows, jint grid_cols,
+                 jlong tile_rows, jlong tile_cols, jint route, jint reshard, jbyteArray digest, foldcp_cp_config* c) {
   *c = foldcp_cp_config{};
   c->batch = batch;
   c->n = n;
   c->dim = dim;
+  c->hidden = hidden;
   c->grid_rows = grid_rows;
   c->grid_cols = grid_cols;
   c->tile_rows = tile_rows;
@@ -114,11 +116,12 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_teamFinalize(JNIEnv* 
 }
 
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planBytes(JNIEnv* env, jclass, jlong batch, jlong n,
-                                                                      jlong dim, jint grid_rows, jint grid_cols,
-                                                                      jlong tile_rows, jlong tile_cols, jint route,
-                                                                      jint reshard) {
+                                                                      jlong dim, jlong hidden, jint grid_rows,
+                                                                      jint grid_cols, jlong tile_rows, jlong tile_cols,
+                                                                      jint route, jint reshard) {
   foldcp_cp_config c;
-  if (!config_from(env, batch, n, dim, grid_rows, grid_cols, tile_rows, tile_cols, route, reshard, nullptr, &c))
+  if (!config_from(env, batch, n, dim, hidden, grid_rows, grid_cols, tile_rows, tile_cols, route, reshard, nullptr,
+                   &c))
     return -1;
   size_t bytes = 0;
   if (check(env, foldcp_cp_plan_bytes(&c, route, &bytes), "foldcp_cp_plan_bytes")) return -1;
@@ -126,16 +129,17 @@ JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_planBytes(JNIEnv* en
 }
 
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_cp_NativeCp_createPlan(JNIEnv* env, jclass, jlong batch, jlong n,
-                                                                       jlong dim, jint grid_rows, jint grid_cols,
-                                                                       jlong tile_rows, jlong tile_cols, jint route,
-                                                                       jint reshard, jbyteArray digest,
+                                                                       jlong dim, jlong hidden, jint grid_rows,
+                                                                       jint grid_cols, jlong tile_rows, jlong tile_cols,
+                                                                       jint route, jint reshard, jbyteArray digest,
                                                                        jlongArray layers) {
   if (digest == nullptr || layers == nullptr) {
     throw_plain(env, kInvalidInput, "digest and layers must not be null");
     return 0;
   }
   foldcp_cp_config c;
-  if (!config_from(env, batch, n, dim, grid_rows, grid_cols, tile_rows, tile_cols, route, reshard, digest, &c))
+  if (!config_from(env, batch, n, dim, hidden, grid_rows, grid_cols, tile_rows, tile_cols, route, reshard, digest,
+                   &c))
     return 0;
   // handles of NativeTriMul.createLayer: foldcp_trimul_layer of libfoldcp_jni.so, whose kernels run them
   const jsize nl = env->GetArrayLength(layers);

@@ -36,36 +36,43 @@ const StatusMap kMap{status_name, input_error, gpu_exception};
 bool check(JNIEnv* env, int status, const char* call) { return check(env, kMap, status, call); }
 
 // foldcp_trimul_create from Java float[] weights (NativeTriMul.createLayer: the one layer type,
-// which CP plans take too), with the array lengths checked first; returns the layer's handle, or
-// 0 with an exception pending.
+// which CP plans take too), with the array lengths checked first against D and H (hidden = 0
+// means H = D); returns the layer's handle, or 0 with an exception pending.
 jlong create_layer(
-    JNIEnv* env, const StatusMap& map, jint dim, jint direction, jboolean residual, jfloat eps, jfloatArray norm_in_w,
-    jfloatArray norm_in_b, jfloatArray p_in_w, jfloatArray g_in_w, jfloatArray norm_out_w, jfloatArray norm_out_b,
-    jfloatArray p_out_w, jfloatArray g_out_w, jfloatArray p_in_b, jfloatArray g_in_b, jfloatArray p_out_b,
-    jfloatArray g_out_b) {
+    JNIEnv* env, const StatusMap& map, jint dim, jint hidden, jint direction, jboolean residual, jfloat eps,
+    jfloatArray norm_in_w, jfloatArray norm_in_b, jfloatArray p_in_w, jfloatArray g_in_w, jfloatArray norm_out_w,
+    jfloatArray norm_out_b, jfloatArray p_out_w, jfloatArray g_out_w, jfloatArray p_in_b, jfloatArray g_in_b,
+    jfloatArray p_out_b, jfloatArray g_out_b) {
   if (dim < 1) {
     throw_plain(env, kInvalidInput, "D = " + std::to_string(dim) + ": must be >= 1");
     return 0;
   }
+  if (hidden < 0) {
+    throw_plain(env, kInvalidInput, "H = " + std::to_string(hidden) + ": must be >= 1, or 0 for H = D");
+    return 0;
+  }
   const int64_t d = dim;
-  // Lengths are checked here, before the C API reads D-sized arrays through raw pointers.
-  FloatArg a0(env, norm_in_w, "norm_in.weight", d, false);
-  FloatArg a1(env, norm_in_b, "norm_in.bias", d, false);
-  FloatArg a2(env, p_in_w, "p_in.weight", 2 * d * d, false);
-  FloatArg a3(env, g_in_w, "g_in.weight", 2 * d * d, false);
-  FloatArg a4(env, norm_out_w, "norm_out.weight", d, false);
-  FloatArg a5(env, norm_out_b, "norm_out.bias", d, false);
-  FloatArg a6(env, p_out_w, "p_out.weight", d * d, false);
-  FloatArg a7(env, g_out_w, "g_out.weight", d * d, false);
-  FloatArg a8(env, p_in_b, "p_in.bias", 2 * d, true);
-  FloatArg a9(env, g_in_b, "g_in.bias", 2 * d, true);
-  FloatArg a10(env, p_out_b, "p_out.bias", d, true);
-  FloatArg a11(env, g_out_b, "g_out.bias", d, true);
+  const int64_t h = hidden == 0 ? d : hidden;
+  // Lengths are checked here, before the C API reads D- and H-sized arrays through raw pointers.
+  const std::string widths = ", D = " + std::to_string(d) + ", H = " + std::to_string(h);
+  FloatArg a0(env, norm_in_w, "norm_in.weight", d, "[D]" + widths, false);
+  FloatArg a1(env, norm_in_b, "norm_in.bias", d, "[D]" + widths, false);
+  FloatArg a2(env, p_in_w, "p_in.weight", 2 * h * d, "[2H][D]" + widths, false);
+  FloatArg a3(env, g_in_w, "g_in.weight", 2 * h * d, "[2H][D]" + widths, false);
+  FloatArg a4(env, norm_out_w, "norm_out.weight", h, "[H]" + widths, false);
+  FloatArg a5(env, norm_out_b, "norm_out.bias", h, "[H]" + widths, false);
+  FloatArg a6(env, p_out_w, "p_out.weight", d * h, "[D][H]" + widths, false);
+  FloatArg a7(env, g_out_w, "g_out.weight", d * d, "[D][D]" + widths, false);
+  FloatArg a8(env, p_in_b, "p_in.bias", 2 * h, "[2H]" + widths, true);
+  FloatArg a9(env, g_in_b, "g_in.bias", 2 * h, "[2H]" + widths, true);
+  FloatArg a10(env, p_out_b, "p_out.bias", d, "[D]" + widths, true);
+  FloatArg a11(env, g_out_b, "g_out.bias", d, "[D]" + widths, true);
   for (const FloatArg* a : {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7, &a8, &a9, &a10, &a11}) {
     if (!a->ok() || env->ExceptionCheck()) return 0;
   }
   foldcp_trimul_weights w{};
   w.dim = d;
+  w.hidden = h;
   w.direction = direction;
   w.residual = residual ? 1 : 0;
   w.eps = eps;
@@ -119,40 +126,46 @@ JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_checkShape(JNIEnv* e
   check(env, foldcp_trimul_check_shape(b, n, d), "foldcp_trimul_check_shape");
 }
 
+JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_checkDims(JNIEnv* env, jclass, jint d, jint h) {
+  check(env, foldcp_trimul_check_dims(d, h), "foldcp_trimul_check_dims");
+}
+
+// The workspace functions count the channels of the triangle product: the layer's hidden width H.
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_workspaceSize(JNIEnv* env, jclass, jlong b, jlong n,
-                                                                           jlong d) {
+                                                                           jlong h) {
   size_t bytes = 0;
-  if (check(env, foldcp_trimul_workspace_size(b, n, d, &bytes), "foldcp_trimul_workspace_size")) return -1;
+  if (check(env, foldcp_trimul_workspace_size(b, n, h, &bytes), "foldcp_trimul_workspace_size")) return -1;
   return static_cast<jlong>(bytes);
 }
 
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_workspaceSizeGroup(JNIEnv* env, jclass, jlong b,
-                                                                                jlong n, jlong d, jlong group) {
+                                                                                jlong n, jlong h, jlong group) {
   size_t bytes = 0;
-  if (check(env, foldcp_trimul_workspace_size_group(b, n, d, group, &bytes), "foldcp_trimul_workspace_size_group"))
+  if (check(env, foldcp_trimul_workspace_size_group(b, n, h, group, &bytes), "foldcp_trimul_workspace_size_group"))
     return -1;
   return static_cast<jlong>(bytes);
 }
 
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_channelGroup(JNIEnv* env, jclass, jlong b, jlong n,
-                                                                          jlong d, jlong bytes_available) {
+                                                                          jlong h, jlong bytes_available) {
   int64_t group = 0;
   const size_t avail = bytes_available > 0 ? static_cast<size_t>(bytes_available) : 0;
-  if (check(env, foldcp_trimul_channel_group(b, n, d, avail, &group), "foldcp_trimul_channel_group")) return -1;
+  if (check(env, foldcp_trimul_channel_group(b, n, h, avail, &group), "foldcp_trimul_channel_group")) return -1;
   return static_cast<jlong>(group);
 }
 
-JNIEXPORT jdouble JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_flops(JNIEnv*, jclass, jlong b, jlong n, jlong d) {
-  return foldcp_trimul_flops(b, n, d);
+JNIEXPORT jdouble JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_flops(JNIEnv*, jclass, jlong b, jlong n, jlong d,
+                                                                     jlong h) {
+  return foldcp_trimul_flops(b, n, d, h);
 }
 
 JNIEXPORT jlong JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_createLayer(
-    JNIEnv* env, jclass, jint dim, jint direction, jboolean residual, jfloat eps, jfloatArray norm_in_w,
+    JNIEnv* env, jclass, jint dim, jint hidden, jint direction, jboolean residual, jfloat eps, jfloatArray norm_in_w,
     jfloatArray norm_in_b, jfloatArray p_in_w, jfloatArray g_in_w, jfloatArray norm_out_w, jfloatArray norm_out_b,
     jfloatArray p_out_w, jfloatArray g_out_w, jfloatArray p_in_b, jfloatArray g_in_b, jfloatArray p_out_b,
     jfloatArray g_out_b) {
-  return create_layer(env, kMap, dim, direction, residual, eps, norm_in_w, norm_in_b, p_in_w, g_in_w, norm_out_w,
-                      norm_out_b, p_out_w, g_out_w, p_in_b, g_in_b, p_out_b, g_out_b);
+  return create_layer(env, kMap, dim, hidden, direction, residual, eps, norm_in_w, norm_in_b, p_in_w, g_in_w,
+                      norm_out_w, norm_out_b, p_out_w, g_out_w, p_in_b, g_in_b, p_out_b, g_out_b);
 }
 
 JNIEXPORT void JNICALL Java_org_foldcp_ops_gpu_NativeTriMul_destroyLayer(JNIEnv* env, jclass, jlong layer) {

@@ -73,10 +73,11 @@ bool check(JNIEnv* env, const StatusMap& map, int status, const char* call) {
   return true;
 }
 
-// A float[] pinned or copied for the duration of one call; checks its length first.
+// A float[] pinned or copied for the duration of one call; checks its length first. `shape` is
+// the rule the length follows, named in the message (e.g. "[2H][D], D = 64, H = 32").
 class FloatArg {
  public:
-  FloatArg(JNIEnv* env, jfloatArray arr, const char* name, int64_t expect, bool optional)
+  FloatArg(JNIEnv* env, jfloatArray arr, const char* name, int64_t expect, const std::string& shape, bool optional)
       : env_(env), arr_(arr) {
     if (env->ExceptionCheck()) {  // an earlier argument failed: touch nothing more
       ok_ = false;
@@ -85,7 +86,8 @@ class FloatArg {
     if (arr == nullptr) {
       if (!optional) {
         throw_plain(env, kInvalidInput,
-                    std::string(name) + " = null: it is required (" + std::to_string(expect) + " floats)");
+                    std::string(name) + " = null: it is required (" + std::to_string(expect) + " floats, " + shape +
+                        ")");
         ok_ = false;
       }
       return;
@@ -94,7 +96,7 @@ class FloatArg {
     if (static_cast<int64_t>(len) != expect) {
       throw_plain(env, kInvalidInput,
                   std::string("length of ") + name + " = " + std::to_string(len) + ": must be " +
-                      std::to_string(expect) + " for D");
+                      std::to_string(expect) + " (" + shape + ")");
       ok_ = false;
       return;
     }

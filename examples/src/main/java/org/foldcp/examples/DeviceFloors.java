@@ -38,7 +38,8 @@ final class DeviceFloors implements AutoCloseable {
   private final GpuDevice device;
   private final int b;
   private final int n;
-  private final int d;
+  /** The layers' hidden width H: the workspace's channels, and the forward's (ungrouped) channel group. */
+  private final int h;
   private final long bytes;
   private final long[] layers;
   private final List<AutoCloseable> owned = new ArrayList<>();
@@ -59,7 +60,7 @@ final class DeviceFloors implements AutoCloseable {
     HeapComplex first = complexes.get(0);
     this.b = first.batch();
     this.n = first.n();
-    this.d = first.dim();
+    this.h = stack.hidden();
     this.bytes = first.pairBytes();
     // pinned for the floors' life (released in close): no eviction frees them under their kernels
     this.layers = gpu.layerCache().acquire(stack.layers());
@@ -88,7 +89,7 @@ final class DeviceFloors implements AutoCloseable {
           m.close();
         }
       }
-      ws = own(DeviceBuffer.allocate(device, NativeTriMul.workspaceSize(b, n, d), "floor workspace"));
+      ws = own(DeviceBuffer.allocate(device, NativeTriMul.workspaceSize(b, n, h), "floor workspace"));
       up = own(GpuStream.create(device));
       compute = own(GpuStream.create(device));
       down = own(GpuStream.create(device));
@@ -108,8 +109,9 @@ final class DeviceFloors implements AutoCloseable {
 
   private void stack(DeviceBuffer x) {
     long m = mask == null ? 0 : mask.address();
-    for (long h : layers) {
-      NativeTriMul.forward(h, x.address(), m, x.address(), b, n, ws.address(), ws.bytes(), d, compute.handle(), null);
+    for (long layer : layers) {
+      NativeTriMul.forward(layer, x.address(), m, x.address(), b, n, ws.address(), ws.bytes(), h, compute.handle(),
+          null);
     }
   }
 

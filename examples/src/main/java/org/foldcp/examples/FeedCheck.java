@@ -113,7 +113,8 @@ final class FeedCheck {
       // device: 4 slots (the default), each grown at most to the largest complex, and one workspace;
       // which slot grows when depends on the tasks' timing, so the bound is checked, not equality
       long largest = 2L * LARGE_N * LARGE_N * DIM + (long) LARGE_N * LARGE_N;
-      long bound = 4 * largest + NativeTriMul.workspaceSize(1, LARGE_N, DIM) + (32L << 20); // + allocation granules
+      long bound = 4 * largest + NativeTriMul.workspaceSize(1, LARGE_N, stack.hidden())
+          + (32L << 20); // + allocation granules
       ok &= report(pinnedAfterSecond == pinnedAfterFirst, String.format(Locale.ROOT,
           "a second pass of the 200 left pinned memory as the first did (%d -> %d bytes)", pinnedAfterFirst,
           pinnedAfterSecond));

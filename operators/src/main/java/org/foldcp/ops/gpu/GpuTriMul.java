@@ -16,7 +16,7 @@ import org.foldcp.ops.tensor.PairTensor;
  *
  * <p>What it holds, all freed by {@link #close()} in this order: the native layers (a
  * {@link LayerCache}, shared with the executor's feed), the resident device buffers of the current
- * (B, N, D) ({@link ResidentBuffers}), the non-finite scan's result buffers, the host transfers
+ * (B, N, D) and H ({@link ResidentBuffers}), the non-finite scan's result buffers, the host transfers
  * when it opened them itself, the stream, and last the device's primary-context retain. The host
  * transfers ({@link PinnedTransfers}: a fixed pinned pool and copy threads) are the executor's
  * when it passes them in, so that one pool serves every path to the device.
@@ -165,7 +165,7 @@ public final class GpuTriMul implements TriMulBackend {
    * The resident stack, each layer through the native profiled forward (CUDA events around the
    * stages, then a wait for them), the stage times summed over the layers and reported once the
    * output is downloaded. Same output, bit for bit, as the plain forward; a shape that runs in
-   * channel groups ({@link #channelGroup()} below D) reports its stages summed over the groups.
+   * channel groups ({@link #channelGroup()} below H) reports its stages summed over the groups.
    */
   @Override
   public synchronized PairTensor forward(PairTensor x, LayerStack stack, boolean allowNonFinite,
@@ -198,6 +198,7 @@ public final class GpuTriMul implements TriMulBackend {
     final int b = x.batch();
     final int n = x.n();
     final int d = x.dim();
+    final int h = stack.get(0).hidden(); // the layers of a stack share H: the workspace's channels
     NativeTriMul.checkShape(b, n, d);
     if (out != null) {
       long tensorBytes = TensorBytes.valueBytes(x);
@@ -212,7 +213,7 @@ public final class GpuTriMul implements TriMulBackend {
     long[] handles = layers.acquire(stack);
     try {
       boolean masked = x.anyMasked();
-      ResidentBuffers r = resident(b, n, d, masked);
+      ResidentBuffers r = resident(b, n, d, h, masked);
       boolean ok = false;
       try {
         upload(r.x(), TensorBytes.valueBytes(x), (off, dst, len) -> TensorBytes.copyValues(x, off, dst, len));
@@ -296,9 +297,9 @@ public final class GpuTriMul implements TriMulBackend {
     }
   }
 
-  /** The resident buffers of (b, n, d), reallocated only when the shape changes. */
-  private ResidentBuffers resident(int b, int n, int d, boolean masked) {
-    if (resident != null && resident.matches(b, n, d)) {
+  /** The resident buffers of (b, n, d) and hidden width h, reallocated only when one of them changes. */
+  private ResidentBuffers resident(int b, int n, int d, int h, boolean masked) {
+    if (resident != null && resident.matches(b, n, d, h)) {
       return resident;
     }
     if (resident != null) {
@@ -307,12 +308,12 @@ public final class GpuTriMul implements TriMulBackend {
       resident = null;
       old.close();
     }
-    resident = ResidentBuffers.allocate(device, b, n, d, masked, memoryBudget);
+    resident = ResidentBuffers.allocate(device, b, n, d, h, masked, memoryBudget);
     residentAllocations++;
     return resident;
   }
 
-  /** Channels per group of stages 1-2 for the resident shape (its D: not grouped); 0 before the first forward. */
+  /** Channels per group of stages 1-2 for the resident shape (its H: not grouped); 0 before the first forward. */
   public synchronized long channelGroup() {
     return resident == null ? 0 : resident.group;
   }

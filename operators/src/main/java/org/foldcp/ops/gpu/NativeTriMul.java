@@ -50,30 +50,44 @@ public final class NativeTriMul {
   /** Checks (B, N, D) against the kernels' rules (no device needed). */
   public static native void checkShape(long batch, long n, long dim);
 
-  /** Device workspace bytes one forward of (B, N, D) needs (no device needed). */
-  public static native long workspaceSize(long batch, long n, long dim);
+  /**
+   * Checks a layer's pair width D and hidden width H (0 = D) against the kernels' rules
+   * (foldcp_trimul_check_dims, no device needed); {@link #gpuKernelsTake} is the same rule in Java.
+   */
+  public static native void checkDims(int dim, int hidden);
+
+  /**
+   * Device workspace bytes one forward of B complexes of N tokens needs through a layer of hidden
+   * width H (the channels of a, b and z; no device needed).
+   */
+  public static native long workspaceSize(long batch, long n, long hidden);
 
   /**
    * Device workspace bytes of a forward in channel groups of {@code group} channels (a multiple
-   * of 32 in [32, D]): a and b for one group, z for all D channels (no device needed).
+   * of 32 in [32, H]): a and b for one group, z for all H channels (no device needed).
    */
-  public static native long workspaceSizeGroup(long batch, long n, long dim, long group);
+  public static native long workspaceSizeGroup(long batch, long n, long hidden, long group);
 
   /**
-   * The largest channel group whose workspace fits in {@code bytesAvailable}: D when the whole
-   * workspace fits; throws {@link GpuException} (FOLDCP_ERR_OUT_OF_MEMORY, naming the bytes a
-   * group of 32 needs) when none does (no device needed).
+   * The largest channel group of a layer of hidden width H whose workspace fits in
+   * {@code bytesAvailable}: H when the whole workspace fits; throws {@link GpuException}
+   * (FOLDCP_ERR_OUT_OF_MEMORY, naming the bytes a group of 32 needs) when none does (no device
+   * needed).
    */
-  public static native long channelGroup(long batch, long n, long dim, long bytesAvailable);
-
-  /** FLOPs of one layer as docs/benchmarks.md counts them: 2 B N^3 D + 12 B N^2 D^2. */
-  public static native double flops(long batch, long n, long dim);
+  public static native long channelGroup(long batch, long n, long hidden, long bytesAvailable);
 
   /**
-   * Creates a layer on the current device from float32 host weights in PyTorch layout; returns
-   * the native handle. Optional biases may be null. Every array length is checked against D.
+   * FLOPs of one layer of pair width D and hidden width H (0 = D) as docs/benchmarks.md counts
+   * them: 2BN^3H + 8BN^2DH + 2BN^2D(H + D), which is 2BN^3D + 12BN^2D^2 at H = D.
    */
-  public static native long createLayer(int dim, int direction, boolean residual, float eps,
+  public static native double flops(long batch, long n, long dim, long hidden);
+
+  /**
+   * Creates a layer of pair width D and hidden width H ({@code hidden}: 0 means D) on the current
+   * device from float32 host weights in PyTorch layout; returns the native handle. Optional biases
+   * may be null. Every array length is checked against D and H.
+   */
+  public static native long createLayer(int dim, int hidden, int direction, boolean residual, float eps,
       float[] normInWeight, float[] normInBias, float[] pInWeight, float[] gInWeight,
       float[] normOutWeight, float[] normOutBias, float[] pOutWeight, float[] gOutWeight,
       float[] pInBias, float[] gInBias, float[] pOutBias, float[] gOutBias);
@@ -84,7 +98,8 @@ public final class NativeTriMul {
   /**
    * One forward, asynchronous on {@code stream}: x and out are bf16 (B, N, N, D) device buffers
    * (out may equal x), mask a uint8 (B, N, N) device buffer or 0, workspace at least
-   * {@link #workspaceSizeGroup} bytes for {@code group} (D, or 0, is the whole: {@link #workspaceSize}).
+   * {@link #workspaceSizeGroup} bytes for {@code group} (the layer's H, or 0, is the whole:
+   * {@link #workspaceSize}).
    * The result does not depend on the group, bit for bit. With {@code stageMs} (a float[3]; null:
    * not profiled) it waits for the kernels and stores the milliseconds of the 3 stages, summed over
    * the channel groups.
@@ -100,16 +115,41 @@ public final class NativeTriMul {
    */
   public static native void nonFiniteScan(long x, long count, long result, long stream);
 
+  /** The rule of the GPU kernels for a layer's widths, D and H alike. */
+  public static final String WIDTH_RULE = "a multiple of 32 in [32, 256]";
+
   /**
-   * Refuses a layer whose hidden width H differs from its pair width D: the GPU kernels run the
-   * triangle product over D channels so far (the CPU backend and its CP routes take any H).
-   * Every GPU path calls it before it uploads anything.
+   * Whether the GPU kernels take a layer of pair width {@code d} and hidden width {@code h}: both
+   * {@link #WIDTH_RULE}. The rule of foldcp_trimul_check_dims ({@link #checkDims}; a test keeps the
+   * two in step) in plain Java, so that a driver without the native library plans by it.
+   */
+  public static boolean gpuKernelsTake(int d, int h) {
+    return kernelWidth(d) && kernelWidth(h);
+  }
+
+  private static boolean kernelWidth(int c) {
+    return c >= 32 && c <= 256 && c % 32 == 0;
+  }
+
+  /**
+   * Throws {@link InvalidInputException} unless {@link #gpuKernelsTake}(d, h): the message names the
+   * width that breaks the rule ("D of " or "H of " + {@code of}), the rule, then {@code context}
+   * (where the layer was to run, and what takes it instead).
+   */
+  public static void requireWidths(int d, int h, String of, String context) {
+    InvalidInputException.require(kernelWidth(d), "D of " + of, d, "must be " + WIDTH_RULE + " " + context);
+    InvalidInputException.require(kernelWidth(h), "H of " + of, h,
+        "must be " + WIDTH_RULE + " (D = " + d + ") " + context);
+  }
+
+  /**
+   * Refuses a layer whose widths the GPU kernels do not take ({@link #gpuKernelsTake}), naming where
+   * such a layer runs (the CPU backend and its CP routes take any D and H). Every GPU path calls it
+   * before it uploads anything.
    */
   public static void requireKernelsFor(TriMulLayer layer) {
-    InvalidInputException.require(layer.hidden() == layer.dim(), "H of the layer", layer.hidden(),
-        "must equal its D = " + layer.dim() + " on the GPU: the GPU kernels take H = D so far; a layer with its own"
-            + " hidden width runs on the CPU backend (spark.foldcp.route = cpu, or spark.foldcp.gpu.enabled = false for"
-            + " every route and foldcp_trimul)");
+    requireWidths(layer.dim(), layer.hidden(), "the layer", "on the GPU: a layer of other widths runs on the CPU"
+        + " backend (spark.foldcp.route = cpu, or spark.foldcp.gpu.enabled = false for every route and foldcp_trimul)");
   }
 
   /**
@@ -121,7 +161,7 @@ public final class NativeTriMul {
     requireKernelsFor(layer);
     ensureLoaded();
     LayerWeights w = layer.weights();
-    return createLayer(w.dim(), layer.direction() == Direction.OUTGOING ? OUTGOING : INCOMING,
+    return createLayer(w.dim(), w.hidden(), layer.direction() == Direction.OUTGOING ? OUTGOING : INCOMING,
         layer.spec().residual(), layer.spec().eps(),
         w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B),
         w.get(LayerWeights.P_IN_W), w.get(LayerWeights.G_IN_W),

@@ -3,10 +3,11 @@ package org.foldcp.ops.gpu;
 import java.util.Locale;
 
 /**
- * The device buffers a {@link GpuTriMul} keeps for one (B, N, D) between forwards: the pair
- * tensor (computed in place), the mask (only once some input had a masked position) and the
- * workspace. The channel group of stages 1-2 is chosen here, once per shape: D when the whole
- * workspace fits beside the tensor, else the largest group that does (same result, bit for bit).
+ * The device buffers a {@link GpuTriMul} keeps for one (B, N, D) and hidden width H between
+ * forwards: the pair tensor (computed in place), the mask (only once some input had a masked
+ * position) and the workspace, which holds a, b and z of H channels. The channel group of stages
+ * 1-2 is chosen here, once per shape: H when the whole workspace fits beside the tensor, else the
+ * largest group that does (same result, bit for bit).
  */
 final class ResidentBuffers implements AutoCloseable {
   private static final System.Logger LOG = System.getLogger(ResidentBuffers.class.getName());
@@ -14,58 +15,62 @@ final class ResidentBuffers implements AutoCloseable {
   final int b;
   final int n;
   final int d;
-  /** Channels per group of stages 1-2 (d: one group). */
+  /** The layers' hidden width: the channels of a, b and z in the workspace. */
+  final int h;
+  /** Channels per group of stages 1-2 (h: one group). */
   final long group;
   private final GpuDevice device;
   private DeviceBuffer x;
   private DeviceBuffer mask;
   private DeviceBuffer ws;
 
-  private ResidentBuffers(GpuDevice device, int b, int n, int d, long group) {
+  private ResidentBuffers(GpuDevice device, int b, int n, int d, int h, long group) {
     this.device = device;
     this.b = b;
     this.n = n;
     this.d = d;
+    this.h = h;
     this.group = group;
   }
 
   /**
-   * Allocates the buffers of (b, n, d) within {@code memoryBudget} bytes (0: whatever is free),
-   * in channel groups where the whole workspace does not fit.
+   * Allocates the buffers of (b, n, d) for layers of hidden width h within {@code memoryBudget}
+   * bytes (0: whatever is free), in channel groups where the whole workspace does not fit.
    *
    * @throws GpuException when even groups of 32 channels do not fit, naming every size
    */
-  static ResidentBuffers allocate(GpuDevice device, int b, int n, int d, boolean masked, long memoryBudget) {
+  static ResidentBuffers allocate(GpuDevice device, int b, int n, int d, int h, boolean masked, long memoryBudget) {
     long xBytes = (long) b * n * n * d * 2;
     long maskBytes = masked ? (long) b * n * n : 0;
-    long wsBytes = NativeTriMul.workspaceSize(b, n, d);
+    long wsBytes = NativeTriMul.workspaceSize(b, n, h);
     GpuDevice.MemInfo mem = device.memInfo();
     long budget = memoryBudget > 0 ? Math.min(memoryBudget, mem.free()) : mem.free();
-    long group = d;
+    String shape = "(B, N, D) = (" + b + ", " + n + ", " + d + ")" + (h == d ? "" : " and H = " + h);
+    long group = h;
     if (xBytes + maskBytes + wsBytes > budget) {
       // The intermediates of all channels do not fit: the workspace holds a and b for one group of
       // channels and z for all of them.
       try {
-        group = NativeTriMul.channelGroup(b, n, d, Math.max(0, budget - xBytes - maskBytes));
+        group = NativeTriMul.channelGroup(b, n, h, Math.max(0, budget - xBytes - maskBytes));
       } catch (GpuException e) {
-        throw new GpuException("(B, N, D) = (" + b + ", " + n + ", " + d + ") does not fit on device "
+        throw new GpuException(shape + " does not fit on device "
             + device.ordinal() + " (" + device.name() + "): pair tensor " + mib(xBytes) + ", mask " + mib(maskBytes)
-            + ", and a workspace of at least " + mib(NativeTriMul.workspaceSizeGroup(b, n, d, 32))
+            + ", and a workspace of at least " + mib(NativeTriMul.workspaceSizeGroup(b, n, h, 32))
             + " (channel groups of 32), with " + mib(budget) + " available (" + mib(mem.free()) + " free of "
             + mib(mem.total()) + (memoryBudget > 0 ? ", budget " + mib(memoryBudget) : "") + ")");
       }
       long full = wsBytes;
-      wsBytes = NativeTriMul.workspaceSizeGroup(b, n, d, group);
+      wsBytes = NativeTriMul.workspaceSizeGroup(b, n, h, group);
       long g = group;
       long grouped = wsBytes;
-      LOG.log(System.Logger.Level.INFO, () -> "(B, N, D) = (" + b + ", " + n + ", " + d + "): the whole workspace ("
+      LOG.log(System.Logger.Level.INFO, () -> shape + ": the whole workspace ("
           + mib(full) + ") does not fit in " + mib(budget) + " with the pair tensor; stages 1-2 run in channel groups of "
           + g + " (workspace " + mib(grouped) + ")");
     }
-    ResidentBuffers r = new ResidentBuffers(device, b, n, d, group);
+    ResidentBuffers r = new ResidentBuffers(device, b, n, d, h, group);
     try {
       r.x = DeviceBuffer.allocate(device, xBytes, "pair tensor (B, N, N, D) bf16 for (" + b + ", " + n + ", " + d + ")");
-      r.ws = DeviceBuffer.allocate(device, wsBytes, "workspace for (B, N, D) = (" + b + ", " + n + ", " + d + ")");
+      r.ws = DeviceBuffer.allocate(device, wsBytes, "workspace for " + shape);
       if (masked) {
         r.ensureMask();
       }
@@ -76,8 +81,8 @@ final class ResidentBuffers implements AutoCloseable {
     return r;
   }
 
-  boolean matches(int b2, int n2, int d2) {
-    return b == b2 && n == n2 && d == d2;
+  boolean matches(int b2, int n2, int d2, int h2) {
+    return b == b2 && n == n2 && d == d2 && h == h2;
   }
 
   /** The mask buffer, allocated at the first masked input of this shape. */

@@ -1,6 +1,7 @@
 package org.foldcp.ops.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -13,17 +14,34 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The GPU paths' check of a layer, which needs no GPU (it runs before anything is loaded or
- * uploaded): a hidden width other than D is refused with the value, the rule and where such a
- * layer runs instead.
+ * uploaded): D and H each a multiple of 32 in [32, 256], equal or not; a width outside the rule is
+ * refused with the value, the rule and where such a layer runs instead.
  */
 class GpuLayerChecksTest {
+  private static TriMulLayer layer(int d, int h) {
+    return new TriMulLayer(TriMulSpec.of(Direction.INCOMING), LayerWeights.random(d, h, 1, false));
+  }
+
   @Test
-  void aHiddenWidthOtherThanDIsNamedWithWhereItRuns() {
-    TriMulLayer square = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(64, 1, false));
-    assertDoesNotThrow(() -> NativeTriMul.requireKernelsFor(square));
-    TriMulLayer hidden = new TriMulLayer(TriMulSpec.of(Direction.INCOMING), LayerWeights.random(64, 32, 1, false));
-    InvalidInputException e = assertThrows(InvalidInputException.class, () -> NativeTriMul.requireKernelsFor(hidden));
-    assertTrue(e.getMessage().startsWith("H of the layer = 32") && e.getMessage().contains("D = 64")
-        && e.getMessage().contains("spark.foldcp.route = cpu"), e.getMessage());
+  void everyWidthOfTheRuleIsTakenEqualOrNot() {
+    for (int[] w : new int[][] {{64, 64}, {128, 64}, {64, 128}, {256, 128}, {32, 256}, {256, 32}}) {
+      assertDoesNotThrow(() -> NativeTriMul.requireKernelsFor(layer(w[0], w[1])), "D = " + w[0] + ", H = " + w[1]);
+      assertTrue(NativeTriMul.gpuKernelsTake(w[0], w[1]));
+    }
+  }
+
+  @Test
+  void aWidthOutsideTheRuleIsNamedWithTheRuleAndWhereItRuns() {
+    for (int h : new int[] {16, 48, 288}) {
+      assertFalse(NativeTriMul.gpuKernelsTake(64, h));
+      InvalidInputException e = assertThrows(InvalidInputException.class,
+          () -> NativeTriMul.requireKernelsFor(layer(64, h)));
+      assertTrue(e.getMessage().startsWith("H of the layer = " + h + ": must be a multiple of 32 in [32, 256] (D = 64)"
+          + " on the GPU") && e.getMessage().contains("spark.foldcp.route = cpu"), e.getMessage());
+    }
+    InvalidInputException d = assertThrows(InvalidInputException.class,
+        () -> NativeTriMul.requireKernelsFor(layer(40, 64)));
+    assertTrue(d.getMessage().startsWith("D of the layer = 40: must be a multiple of 32 in [32, 256] on the GPU"),
+        d.getMessage());
   }
 }

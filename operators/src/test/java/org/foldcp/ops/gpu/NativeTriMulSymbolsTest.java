@@ -21,15 +21,17 @@ import java.util.TreeSet;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.foldcp.ops.InvalidInputException;
+import org.foldcp.ops.gpu.cp.NativeCp;
 import org.foldcp.ops.layer.LayerWeights;
 import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 /**
  * Keeps the Java native declarations of {@link NativeTriMul}, the C++ definitions in
- * native/src/jni/foldcp_jni.cpp and the symbols the built library exports in step, and exercises
- * the calls that need no GPU (shape checks, error mapping). No "gpu" tag: runs on every build;
- * the parts that need the source tree or the built library skip with a reason without them.
+ * native/src/jni/foldcp_jni.cpp and the symbols the built library exports in step (and those of
+ * {@link NativeCp} with native/src/jni/foldcp_cp_jni.cpp), and exercises the calls that need no GPU
+ * (shape and width checks, error mapping). No "gpu" tag: runs on every build; the parts that need
+ * the source tree or the built library skip with a reason without them.
  */
 class NativeTriMulSymbolsTest {
   private static final String PREFIX = "Java_org_foldcp_ops_gpu_NativeTriMul_";
@@ -38,8 +40,13 @@ class NativeTriMulSymbolsTest {
 
   /** JNI short name -> C parameter types after (JNIEnv*, jclass), plus the return type first. */
   static Map<String, List<String>> javaNatives() {
+    return javaNatives(NativeTriMul.class, PREFIX);
+  }
+
+  /** As {@link #javaNatives()}, for the natives of {@code cls}, whose JNI names start with {@code prefix}. */
+  static Map<String, List<String>> javaNatives(Class<?> cls, String prefix) {
     Map<String, List<String>> out = new TreeMap<>();
-    for (Method m : NativeTriMul.class.getDeclaredMethods()) {
+    for (Method m : cls.getDeclaredMethods()) {
       if (!Modifier.isNative(m.getModifiers())) {
         continue;
       }
@@ -49,7 +56,7 @@ class NativeTriMulSymbolsTest {
       for (Class<?> p : m.getParameterTypes()) {
         sig.add(jniType(p));
       }
-      String name = PREFIX + mangle(m.getName());
+      String name = prefix + mangle(m.getName());
       assertFalse(out.containsKey(name), "overloaded native " + m.getName() + " would need JNI long names");
       out.put(name, sig);
     }
@@ -65,6 +72,8 @@ class NativeTriMulSymbolsTest {
     if (c == double.class) return "jdouble";
     if (c == String.class) return "jstring";
     if (c == float[].class) return "jfloatArray";
+    if (c == byte[].class) return "jbyteArray";
+    if (c == long[].class) return "jlongArray";
     throw new AssertionError("no JNI mapping in this test for " + c);
   }
 
@@ -89,7 +98,20 @@ class NativeTriMulSymbolsTest {
 
   @Test
   void everyNativeIsDefinedInTheJniSourceWithMatchingTypes() throws Exception {
-    Path src = Paths.get("..", "native", "src", "jni", "foldcp_jni.cpp");
+    assertDefinedWithMatchingTypes(javaNatives(), "foldcp_jni.cpp");
+  }
+
+  /** The CP library's natives: its plans carry D and H too, so its declarations change with the C API's. */
+  @Test
+  void everyCpNativeIsDefinedInTheCpJniSourceWithMatchingTypes() throws Exception {
+    assertDefinedWithMatchingTypes(javaNatives(NativeCp.class, "Java_org_foldcp_ops_gpu_cp_NativeCp_"),
+        "foldcp_cp_jni.cpp");
+  }
+
+  /** Every native of {@code declared} is defined in native/src/jni/{@code file}, which defines no others. */
+  private static void assertDefinedWithMatchingTypes(Map<String, List<String>> declared, String file)
+      throws Exception {
+    Path src = Paths.get("..", "native", "src", "jni", file);
     Assumptions.assumeTrue(Files.isRegularFile(src), "no source tree here (" + src.toAbsolutePath() + ")");
     String text = Files.readString(src, StandardCharsets.UTF_8);
     Pattern fn = Pattern.compile("JNIEXPORT\\s+(\\w+)\\s+JNICALL\\s+(Java_\\w+)\\s*\\(([^)]*)\\)");
@@ -112,9 +134,8 @@ class NativeTriMulSymbolsTest {
       }
       defined.put(m.group(2), sig);
     }
-    Map<String, List<String>> declared = javaNatives();
     assertFalse(declared.isEmpty());
-    assertEquals(declared.keySet(), defined.keySet(), "Java natives vs C++ definitions");
+    assertEquals(declared.keySet(), defined.keySet(), "Java natives vs C++ definitions in " + file);
     for (Map.Entry<String, List<String>> e : declared.entrySet()) {
       assertEquals(e.getValue(), defined.get(e.getKey()), e.getKey() + ": [return, params...] types");
     }
@@ -191,7 +212,13 @@ class NativeTriMulSymbolsTest {
     assertEquals("FOLDCP_ERR_CUDA", NativeTriMul.statusName(5));
     NativeTriMul.checkShape(2, 100, 128);
     assertTrue(NativeTriMul.workspaceSize(1, 100, 32) >= 2L * 32 * 128 * 128 * 2 + 32L * 100 * 128 * 2); // a, b and z: bf16
-    assertEquals(2.0 * 8 * 8 * 8 * 32 + 12.0 * 8 * 8 * 32 * 32, NativeTriMul.flops(1, 8, 32));
+    assertEquals(2.0 * 8 * 8 * 8 * 32 + 12.0 * 8 * 8 * 32 * 32, NativeTriMul.flops(1, 8, 32, 0));
+    assertEquals(2.0 * 8 * 8 * 8 * 32 + 12.0 * 8 * 8 * 32 * 32, NativeTriMul.flops(1, 8, 32, 32));
+    // H of its own: 2BN^3H (triangle) + 8BN^2DH (p_in, g_in) + 2BN^2D(H + D) (p_out, g_out)
+    assertEquals(2.0 * 8 * 8 * 8 * 64 + 8.0 * 8 * 8 * 32 * 64 + 2.0 * 8 * 8 * 32 * (64 + 32),
+        NativeTriMul.flops(1, 8, 32, 64));
+    // the workspace holds a, b and z of H channels: a layer's D does not enter it
+    assertTrue(NativeTriMul.workspaceSize(1, 100, 64) > NativeTriMul.workspaceSize(1, 100, 32));
 
     InvalidInputException d = assertThrows(InvalidInputException.class, () -> NativeTriMul.checkShape(1, 100, 30));
     assertTrue(d.getMessage().startsWith("D = 30 is not supported"), d.getMessage());
@@ -200,19 +227,25 @@ class NativeTriMulSymbolsTest {
     assertTrue(NativeTriMul.lastError().startsWith("N = 0"), NativeTriMul.lastError());
 
     LayerWeights w = LayerWeights.random(32, 3, true);
-    InvalidInputException len = assertThrows(InvalidInputException.class, () -> NativeTriMul.createLayer(32, 0,
+    InvalidInputException len = assertThrows(InvalidInputException.class, () -> NativeTriMul.createLayer(32, 0, 0,
         true, 1e-5f, w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B), new float[5],
         w.get(LayerWeights.G_IN_W), w.get(LayerWeights.NORM_OUT_W), w.get(LayerWeights.NORM_OUT_B),
         w.get(LayerWeights.P_OUT_W), w.get(LayerWeights.G_OUT_W), null, null, null, null));
-    assertEquals("length of p_in.weight = 5: must be 2048 for D", len.getMessage());
-    InvalidInputException dim = assertThrows(InvalidInputException.class, () -> NativeTriMul.createLayer(30, 0,
+    assertEquals("length of p_in.weight = 5: must be 2048 ([2H][D], D = 32, H = 32)", len.getMessage());
+    // H of its own: D = 32 weights given for H = 64 are measured against H
+    InvalidInputException lenH = assertThrows(InvalidInputException.class, () -> NativeTriMul.createLayer(32, 64, 0,
+        true, 1e-5f, w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B), w.get(LayerWeights.P_IN_W),
+        w.get(LayerWeights.G_IN_W), w.get(LayerWeights.NORM_OUT_W), w.get(LayerWeights.NORM_OUT_B),
+        w.get(LayerWeights.P_OUT_W), w.get(LayerWeights.G_OUT_W), null, null, null, null));
+    assertEquals("length of p_in.weight = 2048: must be 4096 ([2H][D], D = 32, H = 64)", lenH.getMessage());
+    InvalidInputException dim = assertThrows(InvalidInputException.class, () -> NativeTriMul.createLayer(30, 30, 0,
         true, 1e-5f, new float[30], new float[30], new float[1800], new float[1800], new float[30], new float[30],
         new float[900], new float[900], null, null, null, null));
     assertTrue(dim.getMessage().startsWith("D = 30 is not supported"), dim.getMessage());
 
     if (CudaDriver.unavailableReason() != null) {
       // No driver: the static CUDA runtime cannot open libcuda.so.1, and says so as a GpuException.
-      GpuException e = assertThrows(GpuException.class, () -> NativeTriMul.createLayer(32, 0, true, 1e-5f,
+      GpuException e = assertThrows(GpuException.class, () -> NativeTriMul.createLayer(32, 32, 0, true, 1e-5f,
           w.get(LayerWeights.NORM_IN_W), w.get(LayerWeights.NORM_IN_B), w.get(LayerWeights.P_IN_W),
           w.get(LayerWeights.G_IN_W), w.get(LayerWeights.NORM_OUT_W), w.get(LayerWeights.NORM_OUT_B),
           w.get(LayerWeights.P_OUT_W), w.get(LayerWeights.G_OUT_W), null, null, null, null));
@@ -221,5 +254,36 @@ class NativeTriMulSymbolsTest {
       assertTrue(e.getMessage().startsWith("foldcp_trimul_create failed (FOLDCP_ERR_UNSUPPORTED_DEVICE): no CUDA device"),
           e.getMessage());
     }
+  }
+
+  /**
+   * The Java rule of the GPU kernels' widths ({@link NativeTriMul#gpuKernelsTake}, which a driver
+   * without the library plans by) is the native one (foldcp_trimul_check_dims) for every D and H
+   * in steps of 16 from 0 to 544 and a few odd ones; native H = 0 means H = D.
+   */
+  @Test
+  void theJavaWidthRuleIsTheNativeOne() throws Exception {
+    bundledLibrary(); // skips without it
+    NativeTriMul.ensureLoaded();
+    List<Integer> widths = new ArrayList<>(List.of(-32, 1, 31, 33, 255, 257));
+    for (int c = 0; c <= 544; c += 16) {
+      widths.add(c);
+    }
+    int taken = 0;
+    for (int d : widths) {
+      for (int h : widths) {
+        boolean java = NativeTriMul.gpuKernelsTake(d, h == 0 ? d : h);
+        boolean nativeTakes;
+        try {
+          NativeTriMul.checkDims(d, h);
+          nativeTakes = true;
+        } catch (InvalidInputException e) {
+          nativeTakes = false;
+        }
+        assertEquals(nativeTakes, java, "D = " + d + ", H = " + h + ": Java rule vs foldcp_trimul_check_dims");
+        taken += java ? 1 : 0;
+      }
+    }
+    assertEquals(8 * 9, taken, "D in 32..256 by 32 (8 values), H the same or 0 (9)");
   }
 }

@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
  * Driver-side checks before the barrier stage is built, for the cases where Spark itself would
  * fail late or wait: dynamic allocation (refused by barrier stages), too few task slots for cp
  * tasks at once (Spark keeps retrying its own check for minutes), a plan the ranks could not
- * run (D not divisible by cp, no threads), and for a GPU team (transport nvshmem) settings under
+ * run (H not divisible by cp, no threads), and for a GPU team (transport nvshmem) settings under
  * which one executor could run two of its ranks, which NVSHMEM cannot (one PE per process).
  */
 public final class BarrierPreflight {

@@ -95,7 +95,7 @@ public final class FoldCpConf implements Serializable {
 
   public static final ConfKey<Integer> CP = conf("spark.foldcp.cp")
       .doc("Context-parallel ranks per complex (executors that hold one pair tensor together);"
-          + " D must be divisible by cp. auto: each complex its own cp from the cost model (docs/cost-model.md):"
+          + " H must be divisible by cp (the hidden width: D for layers without their own). auto: each complex its own cp from the cost model (docs/cost-model.md):"
           + " the smallest of spark.foldcp.cp.auto.candidates whose share fits spark.foldcp.cp.auto.memoryPerRank and"
           + " meets spark.foldcp.cp.auto.targetSeconds; the complexes of each cp run together in one job.")
       .intConf().atLeast("1").or("auto", 0).createWithDefault("1");

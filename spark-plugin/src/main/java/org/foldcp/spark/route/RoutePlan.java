@@ -3,8 +3,8 @@ package org.foldcp.spark.route;
 import java.io.Serializable;
 import java.util.Locale;
 import java.util.Objects;
-import org.foldcp.ops.InvalidInputException;
 import org.foldcp.ops.cp.CpGrid;
+import org.foldcp.ops.gpu.NativeTriMul;
 import org.foldcp.ops.gpu.cp.Reshard;
 import org.foldcp.ops.gpu.cp.StoreRoute;
 import org.foldcp.ops.layer.LayerStack;
@@ -51,36 +51,45 @@ public final class RoutePlan implements Serializable {
     }
 
     /**
-     * Where {@code stack} computes: AUTO becomes the CPU for a stack of its own hidden width (the
-     * GPU kernels take H = D so far); GPU stays, and such a stack is refused on the GPU by name.
+     * Where {@code stack} computes: AUTO becomes the CPU for a stack the GPU kernels do not take
+     * ({@link RoutePlan#gpuKernelsTake}); GPU stays, and such a stack is refused on the GPU by name.
      */
     public Backend forStack(LayerStack stack) {
       return this == AUTO && !gpuKernelsTake(stack) ? CPU : this;
     }
   }
 
-  /** Whether the GPU kernels run {@code stack}: H = D (NativeTriMul.requireKernelsFor says why not). */
+  /**
+   * Whether the driver leaves {@code stack} to the GPU: the kernels take its widths
+   * ({@link NativeTriMul#gpuKernelsTake}, plain Java: no native library needed here), or it is
+   * square (H = D), whose D the GPU path checks with the rest of the shape on the executor, as it
+   * did before layers had a hidden width of their own.
+   */
   public static boolean gpuKernelsTake(LayerStack stack) {
-    return stack.hidden() == stack.dim();
+    return stack.hidden() == stack.dim() || NativeTriMul.gpuKernelsTake(stack.dim(), stack.hidden());
   }
 
   /**
    * This plan for {@code stack}, decided on the driver: unchanged where the GPU kernels take the
    * stack; else an AUTO backend becomes the CPU (the reason says so), and a plan that forces
-   * the GPU (route gpu, or GPU ranks in an NVSHMEM team) is refused naming the settings that help.
+   * the GPU (route gpu, or GPU ranks in an NVSHMEM team) is refused naming the width, the rule and
+   * the settings that help.
    */
   public RoutePlan forStack(LayerStack stack) {
     if (gpuKernelsTake(stack)) {
       return this;
     }
-    String why = "layers of hidden width H = " + stack.hidden() + " (D = " + stack.dim() + "): the GPU kernels take"
-        + " H = D so far";
-    InvalidInputException.require(transport != Transport.NVSHMEM, "H of the layer stack", stack.hidden(),
-        "must equal D = " + stack.dim() + " for GPU ranks in an NVSHMEM team (" + reason + "): " + why
-            + "; CPU ranks take it (spark.foldcp.cp.transport = tcp, or spark.foldcp.gpu.enabled = false)");
-    InvalidInputException.require(backend != Backend.GPU, "H of the layer stack", stack.hidden(),
-        "must equal D = " + stack.dim() + " on the GPU (" + reason + "): " + why
-            + "; the CPU backend takes it (spark.foldcp.route = cpu or auto)");
+    int d = stack.dim();
+    int h = stack.hidden();
+    if (transport == Transport.NVSHMEM) {
+      NativeTriMul.requireWidths(d, h, "the layer stack", "for GPU ranks in an NVSHMEM team (" + reason + "); CPU"
+          + " ranks take it (spark.foldcp.cp.transport = tcp, or spark.foldcp.gpu.enabled = false)");
+    }
+    if (backend == Backend.GPU) {
+      NativeTriMul.requireWidths(d, h, "the layer stack", "on the GPU (" + reason + "); the CPU backend takes it"
+          + " (spark.foldcp.route = cpu or auto)");
+    }
+    String why = "layers of D = " + d + ", H = " + h + ": the GPU kernels need each to be " + NativeTriMul.WIDTH_RULE;
     Backend b = backend.forStack(stack); // the one rule: AUTO becomes the CPU
     return b == backend ? withReason(reason + "; " + why) : withBackend(b).withReason(reason + "; on the CPU: " + why);
   }

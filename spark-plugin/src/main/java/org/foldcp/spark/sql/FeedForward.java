@@ -99,7 +99,7 @@ final class FeedForward implements Iterator<InternalRow> {
       long t0 = System.nanoTime();
       TileRowBytes in = TileRowBytes.ofWholeComplex(pulled, ordinals);
       if (in == null || UnsafeTileRows.rowBytes(in.complexId, in.pairBytes(), in.mask()) < 0
-          || !feed.fits(in.batch(), in.n(), in.dim())) {
+          || !feed.fits(in.batch(), in.n(), in.dim(), stack.get(0).hidden())) {
         return; // not for the feed: handed on once the feed is drained
       }
       String what = "the pair tensor of complex '" + in.complexId + "'";

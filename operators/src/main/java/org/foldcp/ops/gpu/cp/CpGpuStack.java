@@ -127,8 +127,8 @@ public final class CpGpuStack implements AutoCloseable {
       long[] handles = lc.acquire(stack.layers());
       pinned = true;
       // The plan first: it checks the ranks agree and the heap holds it before the tile buffers exist.
-      p = NativeCp.createPlan(batch, n, stack.dim(), grid.rowGroups(), grid.colGroups(), t.rows, t.cols,
-          requested.code, reshard.code, stack.digest(), handles);
+      p = NativeCp.createPlan(batch, n, stack.dim(), stack.hidden(), grid.rowGroups(), grid.colGroups(), t.rows,
+          t.cols, requested.code, reshard.code, stack.digest(), handles);
       rt = StoreRoute.ofCode(NativeCp.planRoute(p));
       rs = Reshard.ofCode(NativeCp.planReshard(p));
       bytes = NativeCp.planReshardBytes(p);

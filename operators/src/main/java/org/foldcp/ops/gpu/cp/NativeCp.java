@@ -110,13 +110,19 @@ public final class NativeCp {
 
   public static native void teamFinalize();
 
-  /** Symmetric-heap bytes of a plan (no device needed once loaded). */
-  public static native long planBytes(long batch, long n, long dim, int gridRows, int gridCols, long tileRows,
-      long tileCols, int route, int reshard);
+  /**
+   * Symmetric-heap bytes of a plan (no device needed once loaded) for layers of pair width D and
+   * hidden width H ({@code hidden}: 0 means D), H divisible by cp: the reshards carry H channels.
+   */
+  public static native long planBytes(long batch, long n, long dim, long hidden, int gridRows, int gridCols,
+      long tileRows, long tileCols, int route, int reshard);
 
-  /** A plan over {@code layers}: handles of {@link NativeTriMul#createLayer}, on this rank's GPU. */
-  public static native long createPlan(long batch, long n, long dim, int gridRows, int gridCols, long tileRows,
-      long tileCols, int route, int reshard, byte[] digest, long[] layers);
+  /**
+   * A plan over {@code layers}: handles of {@link NativeTriMul#createLayer}, on this rank's GPU, all of
+   * widths D and H ({@code hidden}: 0 means D).
+   */
+  public static native long createPlan(long batch, long n, long dim, long hidden, int gridRows, int gridCols,
+      long tileRows, long tileCols, int route, int reshard, byte[] digest, long[] layers);
 
   public static native int planRoute(long plan);
 

@@ -120,13 +120,14 @@ public final class StackFeed implements AutoCloseable {
   // Submitting
 
   /**
-   * Whether a complex of (B, N, D) goes through the feed: its slots (each may grow to it) and its
-   * workspace fit in device memory beside what the feed holds already.
+   * Whether a complex of (B, N, D) goes through the feed under layers of hidden width H: its slots
+   * (each may grow to it) and its workspace (a, b and z of H channels) fit in device memory beside
+   * what the feed holds already.
    */
-  public boolean fits(int batch, int n, int dim) {
+  public boolean fits(int batch, int n, int dim, int hidden) {
     long x = 2L * batch * n * n * dim;
     long mask = (long) batch * n * n;
-    long need = slots.size() * (x + mask) + NativeTriMul.workspaceSize(batch, n, dim);
+    long need = slots.size() * (x + mask) + NativeTriMul.workspaceSize(batch, n, hidden);
     long held = heldDeviceBytes();
     long free = device.memInfo().free() + held;
     long budget = memoryBudget > 0 ? Math.min(memoryBudget, free) : free;
@@ -242,6 +243,7 @@ public final class StackFeed implements AutoCloseable {
     int b = in.batch();
     int n = in.n();
     int d = in.dim();
+    int h = stack.get(0).hidden(); // the layers of a stack share H: the workspace's channels
     long x = slot.x().address();
     long mask = masked ? slot.mask().address() : 0L;
     // pinned while their kernels are queued, as every user of the cache does; an eviction after
@@ -249,14 +251,14 @@ public final class StackFeed implements AutoCloseable {
     long[] handles = layers.acquire(stack);
     try {
       synchronized (computeLock) {
-        DeviceBuffer ws = workspace(b, n, d);
+        DeviceBuffer ws = workspace(b, n, h);
         slot.uploaded.makeWait(compute);
         slot.computeStart.record(compute);
         if (!allowNonFinite) {
           NativeTriMul.nonFiniteScan(x, (long) b * n * n * d, slot.result.address(), compute.handle());
         }
-        for (long h : handles) {
-          NativeTriMul.forward(h, x, mask, x, b, n, ws.address(), ws.bytes(), d, compute.handle(), null);
+        for (long layer : handles) {
+          NativeTriMul.forward(layer, x, mask, x, b, n, ws.address(), ws.bytes(), h, compute.handle(), null);
         }
         slot.computed.record(compute);
       }
@@ -265,15 +267,15 @@ public final class StackFeed implements AutoCloseable {
     }
   }
 
-  /** The workspace for (B, N, D), grown when a shape needs more (after the kernels that use it). */
-  private DeviceBuffer workspace(int b, int n, int d) {
-    long need = NativeTriMul.workspaceSize(b, n, d);
+  /** The workspace for (B, N, H), grown when a shape needs more (after the kernels that use it). */
+  private DeviceBuffer workspace(int b, int n, int h) {
+    long need = NativeTriMul.workspaceSize(b, n, h);
     if (workspace == null || workspace.bytes() < need) {
       compute.synchronize();
       DeviceBuffer old = workspace;
       workspace = null;
       Closeables.closeAll(null, old);
-      workspace = DeviceBuffer.allocate(device, need, "feed workspace for (B, N, D) = (" + b + ", " + n + ", " + d
+      workspace = DeviceBuffer.allocate(device, need, "feed workspace for (B, N, H) = (" + b + ", " + n + ", " + h
           + ")");
     }
     return workspace;

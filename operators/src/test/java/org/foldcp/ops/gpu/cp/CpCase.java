@@ -22,14 +22,16 @@ import org.foldcp.ops.tensor.PairTensor;
  * @param repeats  forwards in a row (the memory test; the fault tests, in which a rank dies among them)
  * @param reshard  fused into the epilogues, or the separate all-to-all
  * @param halt  a rank that dies during the forwards ({@link Halt#NONE}: none)
+ * @param hidden  the layers' hidden width H (the channels the ranks split): {@code dim} unless {@link #withHidden}
  */
 record CpCase(String name, String grid, Direction direction, int n, int dim, int batch, boolean mask,
-    boolean biases, int layers, StoreRoute route, long seed, int skewRank, int repeats, Reshard reshard, Halt halt) {
+    boolean biases, int layers, StoreRoute route, long seed, int skewRank, int repeats, Reshard reshard, Halt halt,
+    int hidden) {
 
   CpCase(String name, String grid, Direction direction, int n, int dim, int batch, boolean mask, boolean biases,
       int layers, StoreRoute route, long seed, int skewRank, int repeats) {
     this(name, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats, Reshard.FUSED,
-        Halt.NONE);
+        Halt.NONE, dim);
   }
 
   /**
@@ -60,18 +62,24 @@ record CpCase(String name, String grid, Direction direction, int n, int dim, int
   /** The same case with the reshards unfused, under another name. */
   CpCase unfused(String newName) {
     return new CpCase(newName, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats,
-        Reshard.UNFUSED, halt);
+        Reshard.UNFUSED, halt, hidden);
   }
 
   /** The same case with rank {@code h.rank()} dying as {@code h} says. */
   CpCase halting(Halt h) {
     return new CpCase(name, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats,
-        reshard, h);
+        reshard, h, hidden);
+  }
+
+  /** The same case with layers of hidden width {@code h} (a, b and z of h channels, split over the ranks). */
+  CpCase withHidden(int h) {
+    return new CpCase(name, grid, direction, n, dim, batch, mask, biases, layers, route, seed, skewRank, repeats,
+        reshard, halt, h);
   }
 
   String line() {
     return String.join(" ", name, grid, direction.name(), "" + n, "" + dim, "" + batch, "" + mask, "" + biases,
-        "" + layers, route.name(), "" + seed, "" + skewRank, "" + repeats, reshard.name(), halt.text());
+        "" + layers, route.name(), "" + seed, "" + skewRank, "" + repeats, reshard.name(), halt.text(), "" + hidden);
   }
 
   static CpCase parse(String line) {
@@ -79,7 +87,7 @@ record CpCase(String name, String grid, Direction direction, int n, int dim, int
     return new CpCase(f[0], f[1], Direction.valueOf(f[2]), Integer.parseInt(f[3]), Integer.parseInt(f[4]),
         Integer.parseInt(f[5]), Boolean.parseBoolean(f[6]), Boolean.parseBoolean(f[7]), Integer.parseInt(f[8]),
         StoreRoute.valueOf(f[9]), Long.parseLong(f[10]), Integer.parseInt(f[11]), Integer.parseInt(f[12]),
-        Reshard.valueOf(f[13]), Halt.parse(f[14]));
+        Reshard.valueOf(f[13]), Halt.parse(f[14]), Integer.parseInt(f[15]));
   }
 
   CpGrid cpGrid() {
@@ -109,12 +117,12 @@ record CpCase(String name, String grid, Direction direction, int n, int dim, int
   LayerStack stack(int rank) {
     long s = rank == skewRank ? seed + 1_000_003L : seed;
     if (layers == 1) {
-      return LayerStack.of(new TriMulLayer(TriMulSpec.of(direction), LayerWeights.random(dim, s + 17, biases)));
+      return LayerStack.of(new TriMulLayer(TriMulSpec.of(direction), LayerWeights.random(dim, hidden, s + 17, biases)));
     }
     List<TriMulLayer> ls = new ArrayList<>();
     for (int l = 0; l < layers; l++) {
       Direction d = l % 2 == 0 ? Direction.OUTGOING : Direction.INCOMING;
-      ls.add(new TriMulLayer(TriMulSpec.of(d, true), LayerWeights.random(dim, s + 17 + 7919L * l, biases)));
+      ls.add(new TriMulLayer(TriMulSpec.of(d, true), LayerWeights.random(dim, hidden, s + 17 + 7919L * l, biases)));
     }
     return new LayerStack(ls);
   }

@@ -36,7 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
  * sharing GPU 0 (NVSHMEM runs several PEs on one GPU, peer pointers and signals included; their
  * kernels time-slice, so nothing here is about speed). Each case's output tiles are assembled
  * and compared with our cp = 1 GPU result and, at N = 100, with the float64 reference, within the
- * accuracy contract (||out - ref|| / ||ref|| <= 1e-2, no NaN). The fault tests check that a rank
+ * accuracy contract (||out - ref|| / ||ref|| <= 1e-2, no NaN); cases whose layers have a hidden
+ * width H of their own must equal cp = 1 bit for bit. The fault tests check that a rank
  * that never joins, or dies in the middle of the forwards, is named by its peer within the team's
  * timeout, and that the peer's process then ends by itself.
  *
@@ -106,8 +107,13 @@ class CpTeamGpuTest {
     CpCase nan = new CpCase("nan", "2x1", Direction.OUTGOING, 120, 64, 1, true, false, 1, StoreRoute.AUTO, 14, -1, 1);
     cases.add(nan);
     cases.add(new CpCase("after", "1x2", Direction.OUTGOING, 128, 32, 1, false, false, 1, StoreRoute.AUTO, 13, -1, 1));
+    // a hidden width of its own (D = 256, H = 128): the ranks split H, the reshards carry H channels
+    cases.add(new CpCase("h128", "2x1", Direction.INCOMING, 200, 256, 1, true, true, 1, StoreRoute.PEER, 15, -1, 1)
+        .withHidden(128));
+    cases.add(new CpCase("h128stack", "1x2", Direction.OUTGOING, 100, 256, 1, true, true, 2, StoreRoute.PUT, 16, -1, 1)
+        .withHidden(128));
     List<String[]> unfused = addUnfused(cases, List.of("g2x1-o1000-peer", "g1x2-i2050-peer", "g2x1-i100-put",
-        "stack3"));
+        "stack3", "h128stack"));
     writeNonFiniteTiles(dir, nan);
     Map<String, String> errors = runTeam(dir, 2, cases, Set.of(), List.of());
 
@@ -168,7 +174,12 @@ class CpTeamGpuTest {
   void cp4GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
     List<CpCase> cases = grid(List.of("4x1", "2x2", "1x4"), new int[] {100, 1000, 2050}, 64, 101);
     cases.add(new CpCase("stack3", "2x2", Direction.OUTGOING, 100, 128, 2, true, true, 3, StoreRoute.AUTO, 5, -1, 1));
-    runGrids(dir, 4, cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer", "stack3"),
+    // D = 256, H = 128: H / cp = 32 channels per rank
+    cases.add(new CpCase("h128", "2x2", Direction.OUTGOING, 200, 256, 1, true, true, 2, StoreRoute.AUTO, 15, -1, 1)
+        .withHidden(128));
+    cases.add(new CpCase("h128in", "4x1", Direction.INCOMING, 100, 256, 1, true, false, 1, StoreRoute.PEER, 16, -1, 1)
+        .withHidden(128));
+    runGrids(dir, 4, cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer", "stack3", "h128"),
         "cp4GridsDirectionsSizesAndRoutes");
   }
 
@@ -327,7 +338,7 @@ class CpTeamGpuTest {
     for (int r = 0; r < size; r++) {
       assertFalse(errors.containsKey(c.name() + "-" + r), c.name() + " rank " + r + ": " + errors.get(c.name() + "-" + r));
     }
-    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.dim());
+    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.hidden());
     PairTensor[] tiles = new PairTensor[size];
     for (int r = 0; r < size; r++) {
       var t = layout.tile(r);
@@ -342,6 +353,14 @@ class CpTeamGpuTest {
     double err = Tensors.relativeError(cp, one);
     assertTrue(!Double.isNaN(err) && err <= 1e-2, c.name() + ": CP vs our cp = 1 GPU result: ||cp - one|| / ||one|| = "
         + err + " must be <= 1e-2 (NaN never passes)");
+    if (c.hidden() != c.dim()) {
+      // each rank runs its H / cp channels with the arithmetic of cp = 1, and the reshards move
+      // values without computing on them: the bits of cp = 1 (the assembled tiles carry no mask)
+      PairTensor values = cp.copy();
+      values.setMask(one.maskCopy());
+      assertTrue(values.sameAs(one), c.name() + ": CP at H = " + c.hidden() + ", D = " + c.dim() + " must equal our"
+          + " cp = 1 GPU result bit for bit (||cp - one|| / ||one|| = " + err + ")");
+    }
     String f64 = "";
     if (c.n() <= 128) {
       f64 = String.format(", vs float64 %.3e",
@@ -360,7 +379,7 @@ class CpTeamGpuTest {
 
   /** Our cp = 1 GPU result of the case, made once per input and layer stack. */
   private static PairTensor reference(CpCase c) {
-    String key = c.inputKey() + "|" + c.direction() + c.biases() + c.layers() + c.seed();
+    String key = c.inputKey() + "|" + c.direction() + c.biases() + c.layers() + c.seed() + "h" + c.hidden();
     return REFERENCES.computeIfAbsent(key, k -> gpu.forward(x(c), c.stack(0)));
   }
 
@@ -369,7 +388,7 @@ class CpTeamGpuTest {
    * (0, 9, 1, 0): written first, so {@link #writeTiles} leaves them.
    */
   private static void writeNonFiniteTiles(Path dir, CpCase c) throws IOException {
-    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.dim());
+    ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.hidden());
     for (int r = 0; r < c.cpGrid().size(); r++) {
       PairTensor t = Sharding.tile(x(c), layout.tile(r), c.n(), true);
       t.row(0, 3 + r)[5 * c.dim() + 7] = (short) 0x7FC0;
@@ -384,7 +403,7 @@ class CpTeamGpuTest {
       if (c.n() > 4096 || size != c.cpGrid().size()) {
         continue;  // cases that must fail before they need an input
       }
-      ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.dim());
+      ShardLayout layout = ShardLayout.forGpu(c.cpGrid(), c.n(), c.dim(), c.hidden());
       for (int r = 0; r < size; r++) {
         Path f = dir.resolve(c.tileFile(r));
         if (!Files.exists(f)) {

@@ -112,6 +112,10 @@ class TeamPiecesTest {
     assertEquals(halting, CpCase.parse(halting.line()), halting.line());
     assertEquals(CpCase.Halt.NONE, plain.halt());
     assertEquals(halting.halt(), halting.unfused("b").halt(), "the unfused twin keeps the halt");
+    var wide = plain.withHidden(64);
+    assertEquals(wide, CpCase.parse(wide.line()), wide.line());
+    assertEquals(32, plain.stack(0).hidden(), "H = D unless a case says otherwise");
+    assertEquals(64, wide.unfused("c").stack(1).hidden(), "the hidden width reaches every rank's layers");
     assertTrue(halting.halt().armsAt(1, 2), "rank 1 after forward 2");
     assertTrue(!halting.halt().armsAt(0, 2) && !halting.halt().armsAt(1, 1) && !halting.halt().armsAt(1, 3),
         "only rank 1, only once forward 2 returned");

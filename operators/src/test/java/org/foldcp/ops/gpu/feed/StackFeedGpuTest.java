@@ -56,8 +56,10 @@ class StackFeedGpuTest {
     try (GpuTriMul gpu = new GpuTriMul()) {
       try (PinnedTransfers transfers = SMALL.openTransfers(gpu.device());
           StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 0)) {
-        for (int[] c : new int[][] {{1, 100, 32}, {2, 130, 64}, {1, 257, 128}, {1, 8, 256}}) {
-          LayerStack stack = LayerStack.randomAlternating(3, c[2], 11 + c[1], true);
+        // {B, N, D, H}: the last two with a hidden width of their own (the workspace holds H channels)
+        for (int[] c : new int[][] {{1, 100, 32, 32}, {2, 130, 64, 64}, {1, 257, 128, 128}, {1, 8, 256, 256},
+            {1, 100, 64, 128}, {2, 130, 256, 128}}) {
+          LayerStack stack = LayerStack.randomAlternating(3, c[2], c[3], 11 + c[1], true);
           PairTensor x = PairTensor.random(c[0], c[1], c[2], c[1], c[1] % 2 == 0 ? 0.2 : 0);
           HeapComplex in = HeapComplex.of(x);
           byte[] want = HeapComplex.of(gpu.forward(x, stack)).pair();
@@ -241,8 +243,9 @@ class StackFeedGpuTest {
     assumeGpu();
     try (GpuTriMul gpu = new GpuTriMul(); PinnedTransfers transfers = SMALL.openTransfers(gpu.device());
         StackFeed feed = new StackFeed(gpu.device(), gpu.layerCache(), transfers, SMALL, 1L << 30)) {
-      assertTrue(feed.fits(1, 256, 128), "3 x 16 MiB and a workspace fit in 1 GiB");
-      assertTrue(!feed.fits(1, 4096, 128), "3 x 4 GiB do not fit in a 1 GiB budget");
+      assertTrue(feed.fits(1, 256, 128, 128), "3 x 16 MiB and a workspace fit in 1 GiB");
+      assertTrue(!feed.fits(1, 4096, 128, 128), "3 x 4 GiB do not fit in a 1 GiB budget");
+      assertTrue(!feed.fits(1, 1024, 32, 256), "3 x 64 MiB fit in 1 GiB, but not beside a, b and z of H = 256 channels");
       LayerStack stack = LayerStack.randomAlternating(1, 32, 1, false);
       HeapComplex in = HeapComplex.of(PairTensor.random(1, 16, 32, 1, 0));
       List<FeedTicket> held = new ArrayList<>();
