@@ -8,7 +8,8 @@ every iteration, median reported; peak GPU memory per arm; out-of-memory reporte
 The peer formulation is docs/design.md section 1 written with einsum, in bf16 (weights bf16 too).
 
 Usage: python3 bench/torch_peers.py --lib native/build/libfoldcp_native.so [--csv out.csv]
-           [--shapes "1,1024,128;1,2048,128"] [--compile-max-n 2048] [--iters 10] [--no-compile]
+           [--shapes "1,1024,128;1,2048,256/128"] [--compile-max-n 2048] [--iters 10] [--no-compile]
+A shape is B,N,D or B,N,D/H: H is the hidden width (the channels of a, b and z), D when absent.
 """
 import argparse
 import ctypes
@@ -34,13 +35,14 @@ def make_trimul(direction):
 
     def trimul(x, mask, p):
         D = x.shape[-1]
+        H = p["p_in.weight"].shape[0] // 2  # p_in maps D -> 2H (a, then b)
         xn = F.layer_norm(x, (D,), p["norm_in.weight"], p["norm_in.bias"], EPS)
         ab = torch.sigmoid(F.linear(xn, p["g_in.weight"], p.get("g_in.bias"))) * F.linear(
             xn, p["p_in.weight"], p.get("p_in.bias"))
         ab = ab * mask.unsqueeze(-1)
-        a, b = ab[..., :D], ab[..., D:]
+        a, b = ab[..., :H], ab[..., H:]
         z = torch.einsum(eq, a, b)
-        zn = F.layer_norm(z, (D,), p["norm_out.weight"], p["norm_out.bias"], EPS)
+        zn = F.layer_norm(z, (H,), p["norm_out.weight"], p["norm_out.bias"], EPS)
         out = torch.sigmoid(F.linear(xn, p["g_out.weight"], p.get("g_out.bias"))) * F.linear(
             zn, p["p_out.weight"], p.get("p_out.bias"))
         return out
@@ -48,22 +50,45 @@ def make_trimul(direction):
     return trimul
 
 
-def make_weights(D, gen, bias=False):
-    s = 1.0 / math.sqrt(D)
+def make_weights(D, gen, bias=False, H=None):
+    """Random layer weights of pair width D and hidden width H (D when None), PyTorch layout."""
+    H = H or D
+    s, sh = 1.0 / math.sqrt(D), 1.0 / math.sqrt(H)
 
     def u(*shape, scale=1.0, off=0.0):
         return (torch.rand(*shape, generator=gen) * 2 - 1) * scale + off
 
     p = {
         "norm_in.weight": u(D, scale=0.1, off=1.0), "norm_in.bias": u(D, scale=0.1),
-        "p_in.weight": u(2 * D, D, scale=s), "g_in.weight": u(2 * D, D, scale=s),
-        "norm_out.weight": u(D, scale=0.1, off=1.0), "norm_out.bias": u(D, scale=0.1),
-        "p_out.weight": u(D, D, scale=s), "g_out.weight": u(D, D, scale=s),
+        "p_in.weight": u(2 * H, D, scale=s), "g_in.weight": u(2 * H, D, scale=s),
+        "norm_out.weight": u(H, scale=0.1, off=1.0), "norm_out.bias": u(H, scale=0.1),
+        "p_out.weight": u(D, H, scale=sh), "g_out.weight": u(D, D, scale=s),
     }
     if bias:
-        p.update({"p_in.bias": u(2 * D, scale=0.2), "g_in.bias": u(2 * D, scale=0.2),
+        p.update({"p_in.bias": u(2 * H, scale=0.2), "g_in.bias": u(2 * H, scale=0.2),
                   "p_out.bias": u(D, scale=0.2), "g_out.bias": u(D, scale=0.2)})
     return {k: v.float().contiguous() for k, v in p.items()}
+
+
+def parse_shapes(spec):
+    """'B,N,D;B,N,D/H;...' -> [(B, N, D, H)] (H = D where absent)."""
+    shapes = []
+    for s in spec.split(";"):
+        if s.strip():
+            b, n, dh = s.split(",")
+            d, _, h = dh.partition("/")
+            shapes.append((int(b), int(n), int(d), int(h or d)))
+    return shapes
+
+
+def label(B, N, D, H):
+    return f"({B},{N},{D})" if H == D else f"({B},{N},{D}/{H})"
+
+
+def flops(B, N, D, H):
+    """docs/benchmarks.md's count: the triangle 2 B N^3 H, p_in and g_in 8 B N^2 D H, p_out and
+    g_out 2 B N^2 D (H + D); 2 B N^3 D + 12 B N^2 D^2 where H = D."""
+    return 2 * B * N**3 * H + 8 * B * N**2 * D * H + 2 * B * N**2 * D * (H + D)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -74,12 +99,20 @@ def rel_err(out, ref):
     return ((o - ref).norm() / ref.norm()).item()
 
 
-def correctness(ours, compile_ok):
-    """Every arm against float64 at a small shape, both directions."""
+def correctness(ours, compile_ok, hiddens=(64, 32)):
+    """Every arm against float64 at a small shape (D = 64, each hidden width of `hiddens`), both
+    directions."""
+    lines = []
+    for H in hiddens:
+        lines += correctness_at(ours, compile_ok, H)
+    return lines
+
+
+def correctness_at(ours, compile_ok, H):
     dev = "cuda"
     gen = torch.Generator().manual_seed(11)
     B, N, D = 1, 96, 64
-    p32 = make_weights(D, gen, bias=True)
+    p32 = make_weights(D, gen, bias=True, H=H)
     x = (torch.randn(B, N, N, D, generator=gen) + 0.3).to(torch.bfloat16).to(dev)
     m = (torch.rand(B, N, N, generator=gen) > 0.1).to(dev)
     m[0, 5, :] = False
@@ -95,7 +128,7 @@ def correctness(ours, compile_ok):
             cfn = torch.compile(fn, dynamic=False)
             errs["torch_compile"] = rel_err(cfn(x, m.to(torch.bfloat16), pb), ref)
         h = ours.layer(p32, direction)
-        ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device=dev)
+        ws = torch.empty(ours.ws_bytes(B, N, H), dtype=torch.uint8, device=dev)
         out = torch.full_like(x, float("nan"))
         ours.forward(h, x, m.to(torch.uint8), out, ws)
         torch.cuda.synchronize()
@@ -103,7 +136,7 @@ def correctness(ours, compile_ok):
         errs["ours"] = rel_err(out, ref)
         for arm, e in errs.items():
             ok = e == e and e <= 1e-2
-            lines.append(f"{'PASS' if ok else 'FAIL'} {direction:8s} {arm:14s} rel_err={e:.3e} (B,N,D)={B},{N},{D}")
+            lines.append(f"{'PASS' if ok else 'FAIL'} {direction:8s} {arm:14s} rel_err={e:.3e} (B,N,D/H)={B},{N},{D}/{H}")
     return lines
 
 
@@ -112,6 +145,7 @@ def sampled_reference(x, m, p64, direction, S, T):
     float64 reference: a for the rows (outgoing) or columns (incoming) S, b for T, then z, LN_out
     and the output projection at those tokens only. Returns (|S|, |T|, D) float64."""
     D = x.shape[-1]
+    H = p64["p_in.weight"].shape[0] // 2
     idx = torch.tensor(S + T, device=x.device)
     if direction == "outgoing":
         xs, ms = x[0, idx].double(), m[0, idx].double()          # (|S|+|T|, N, D): rows
@@ -123,12 +157,12 @@ def sampled_reference(x, m, p64, direction, S, T):
     ab = ab * ms.unsqueeze(-1)
     ns = len(S)
     if direction == "outgoing":
-        z = torch.einsum("ikc,jkc->ijc", ab[:ns, :, :D], ab[ns:, :, D:])
+        z = torch.einsum("ikc,jkc->ijc", ab[:ns, :, :H], ab[ns:, :, H:])
         xij = xn[:ns][:, torch.tensor(T, device=x.device)]    # LN_in(x) at (i, j): rows S, columns T
     else:
-        z = torch.einsum("kic,kjc->ijc", ab[:, :ns, :D], ab[:, ns:, D:])
+        z = torch.einsum("kic,kjc->ijc", ab[:, :ns, :H], ab[:, ns:, H:])
         xij = xn[torch.tensor(S, device=x.device), ns:]       # rows S of the columns T
-    zn = F.layer_norm(z, (D,), p64["norm_out.weight"], p64["norm_out.bias"], EPS)
+    zn = F.layer_norm(z, (H,), p64["norm_out.weight"], p64["norm_out.bias"], EPS)
     return torch.sigmoid(F.linear(xij, p64["g_out.weight"], p64.get("g_out.bias"))) * F.linear(
         zn, p64["p_out.weight"], p64.get("p_out.bias"))
 
@@ -140,10 +174,11 @@ def memory_scale(ours, shapes, args, gpu):
     dev = "cuda"
     date = datetime.date.today().isoformat()
     rows = []
-    for si, (B, N, D) in enumerate(shapes):
+    for si, (B, N, D, H) in enumerate(shapes):
+        shape = label(B, N, D, H)
         for direction in ("outgoing", "incoming"):
             gen = torch.Generator().manual_seed(2000 + si)
-            p32 = make_weights(D, gen)
+            p32 = make_weights(D, gen, H=H)
             p64 = {k: v.double().to(dev) for k, v in p32.items()}
             pb = {k: v.to(dev, torch.bfloat16) for k, v in p32.items()}
             torch.cuda.empty_cache()
@@ -167,14 +202,15 @@ def memory_scale(ours, shapes, args, gpu):
                 status = "oom"
             peak = torch.cuda.max_memory_allocated() / 2**30
             torch.cuda.empty_cache()
-            rows.append([date, args.commit, gpu, direction, B, N, D, "torch_eager", med, f"{peak:.2f}", status, "", "", ""])
-            print(f"memory {direction} ({B},{N},{D}) torch_eager: {status}, peak {peak:.1f} GiB", flush=True)
+            rows.append([date, args.commit, gpu, direction, B, N, D, H, "torch_eager", med, f"{peak:.2f}", status, "", "",
+                         ""])
+            print(f"memory {direction} {shape} torch_eager: {status}, peak {peak:.1f} GiB", flush=True)
             # ours, in place, channel group from what is free
             h = ours.layer(p32, direction)
             free, _ = torch.cuda.mem_get_info()
-            group = ours.channel_group(B, N, D, free - (2 << 30))
+            group = ours.channel_group(B, N, H, free - (2 << 30))
             torch.cuda.reset_peak_memory_stats()
-            ws = torch.empty(ours.ws_bytes_group(B, N, D, group), dtype=torch.uint8, device=dev)
+            ws = torch.empty(ours.ws_bytes_group(B, N, H, group), dtype=torch.uint8, device=dev)
             ours.forward_group(h, x, mu8, x, ws, group)
             torch.cuda.synchronize()
             got = x[0, torch.tensor(S, device=dev)][:, torch.tensor(T, device=dev)].double()
@@ -191,10 +227,9 @@ def memory_scale(ours, shapes, args, gpu):
             peak = torch.cuda.max_memory_allocated() / 2**30
             ok = err == err and err <= 1e-2
             med = statistics.median(times)
-            rows.append([date, args.commit, gpu, direction, B, N, D, "ours", f"{med:.3f}", f"{peak:.2f}",
+            rows.append([date, args.commit, gpu, direction, B, N, D, H, "ours", f"{med:.3f}", f"{peak:.2f}",
                          "ok" if ok else "inaccurate", group, f"{err:.3e}", len(S) * len(T)])
-            flops = 2 * B * N**3 * D + 12 * B * N**2 * D**2
-            print(f"memory {direction} ({B},{N},{D}) ours: {med:.1f} ms ({flops / med / 1e9:.0f} TFLOP/s), "
+            print(f"memory {direction} {shape} ours: {med:.1f} ms ({flops(B, N, D, H) / med / 1e9:.0f} TFLOP/s), "
                   f"channel group {group}, peak {peak:.1f} GiB, sampled rel err {err:.2e} on {len(S)}x{len(T)} tokens "
                   f"({'PASS' if ok else 'FAIL'})", flush=True)
             ours.lib.foldcp_trimul_destroy(h)
@@ -210,7 +245,8 @@ def main():
                     help="a second build of our library (say, the commit before a change), timed as arm "
                          "ours_baseline interleaved with ours on the same inputs: the same-run A/B")
     ap.add_argument("--csv", default="")
-    ap.add_argument("--shapes", default="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256")
+    ap.add_argument("--shapes", default="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256",
+                    help="B,N,D or B,N,D/H entries, ';'-separated")
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--ab-min-ms", type=float, default=400.0,
                     help="with --baseline-lib: ours and ours_baseline timed in pairs until ours has run this long")
@@ -237,33 +273,33 @@ def main():
 
     for line in correctness(ours, not args.no_compile):
         print(line, flush=True)
-    if baseline is not None:
-        for line in correctness(baseline, False):
+    if baseline is not None:  # a baseline build may predate the hidden width: H = D only
+        for line in correctness(baseline, False, hiddens=(64,)):
             if " ours " in line:
                 print(line.replace(" ours ", " ours_baseline ", 1), flush=True)
 
     if args.memory_shapes:
-        mshapes = [tuple(int(v) for v in s.split(",")) for s in args.memory_shapes.split(";") if s.strip()]
-        mrows = memory_scale(ours, mshapes, args, gpu)
+        mrows = memory_scale(ours, parse_shapes(args.memory_shapes), args, gpu)
         if args.memory_csv:
             with open(args.memory_csv, "w") as f:
                 f.write(f"# python3 bench/torch_peers.py {' '.join(sys.argv[1:])}\n")
-                f.write("date,commit,gpu,direction,B,N,D,arm,median_ms,peak_gib,status,channel_group,"
+                f.write("date,commit,gpu,direction,B,N,D,H,arm,median_ms,peak_gib,status,channel_group,"
                         "sampled_rel_err,sampled_tokens\n")
                 for r in mrows:
                     f.write(",".join(str(v) for v in r) + "\n")
 
-    shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes.split(";") if s.strip()]
+    shapes = parse_shapes(args.shapes)
     date = datetime.date.today().isoformat()
     rows = []
     table = []
-    for si, (B, N, D) in enumerate(shapes):
+    for si, (B, N, D, H) in enumerate(shapes):
+        shape = label(B, N, D, H)
         for direction in ("outgoing", "incoming"):
             if left() < 25:
-                print(f"skipping {direction} ({B},{N},{D}): time budget spent", flush=True)
+                print(f"skipping {direction} {shape}: time budget spent", flush=True)
                 continue
             gen = torch.Generator().manual_seed(1000 + si)
-            p32 = make_weights(D, gen)
+            p32 = make_weights(D, gen, H=H)
             pb = {k: v.to(dev, torch.bfloat16) for k, v in p32.items()}
             x = torch.randn(B, N, N, D, device=dev, dtype=torch.bfloat16)
             mu8 = (torch.rand(B, N, N, device=dev) > 0.05).to(torch.uint8)
@@ -274,13 +310,14 @@ def main():
             peak = {}
             # ours (and the baseline build on the same workspace and output buffers)
             h = ours.layer(p32, direction)
-            hb = baseline.layer(p32, direction) if baseline is not None else None
+            # a baseline build may predate the hidden width (it would read p_in as [2D][D]): H = D only
+            hb = baseline.layer(p32, direction) if baseline is not None and H == D else None
             ws = out = None
             try:
-                ws = torch.empty(ours.ws_bytes(B, N, D), dtype=torch.uint8, device=dev)
+                ws = torch.empty(ours.ws_bytes(B, N, H), dtype=torch.uint8, device=dev)
                 out = torch.empty_like(x)
                 arms["ours"] = lambda: ours.forward(h, x, mu8, out, ws)
-                if baseline is not None and baseline.ws_bytes(B, N, D) <= ws.numel():
+                if hb is not None and baseline.ws_bytes(B, N, D) <= ws.numel():
                     arms["ours_baseline"] = lambda: baseline.forward(hb, x, mu8, out, ws)
             except torch.OutOfMemoryError:
                 status["ours"] = "oom"
@@ -321,7 +358,7 @@ def main():
                 arms["ours_baseline"]()
                 torch.cuda.synchronize()
                 same = torch.equal(mine.view(torch.int16), out.view(torch.int16))
-                print(f"  A/B {direction} ({B},{N},{D}): ours and ours_baseline outputs "
+                print(f"  A/B {direction} {shape}: ours and ours_baseline outputs "
                       f"{'bit-equal' if same else 'DIFFER'}", flush=True)
                 status["ours_baseline"] = "ok" if same else "differs"
                 mine = None
@@ -341,17 +378,17 @@ def main():
                     del r
             med = {k: statistics.median(v) for k, v in times.items()}
             if "ours" in arms and "ours_baseline" in arms:
-                med.update(ab_pairs.paired_ab(arms, med["ours"], iters, args.ab_min_ms, f"{direction} ({B},{N},{D})"))
+                med.update(ab_pairs.paired_ab(arms, med["ours"], iters, args.ab_min_ms, f"{direction} {shape}"))
             for name in ["ours", "ours_baseline", "torch_eager", "torch_compile"]:
                 if name in status:
-                    rows.append([date, args.commit, gpu, 1, "1x1", direction, B, N, D, name,
+                    rows.append([date, args.commit, gpu, 1, "1x1", direction, B, N, D, H, name,
                                  f"{med[name]:.3f}" if name in med else "", f"{peak.get(name, 0):.2f}",
                                  status[name]])
-            table.append((direction, B, N, D, med, status))
-            flops = 2 * B * N**3 * D + 12 * B * N**2 * D**2
+            table.append((direction, B, N, D, H, med, status))
+            fl = flops(B, N, D, H)
             msg = "  ".join(f"{k}={v:.2f}ms" for k, v in med.items())
-            print(f"{direction:8s} ({B},{N},{D}) {msg}  ours={flops / med.get('ours', float('nan')) / 1e9:.0f} TFLOP/s"
-                  if "ours" in med else f"{direction} ({B},{N},{D}) {msg}", flush=True)
+            print(f"{direction:8s} {shape} {msg}  ours={fl / med.get('ours', float('nan')) / 1e9:.0f} TFLOP/s"
+                  if "ours" in med else f"{direction} {shape} {msg}", flush=True)
             ours.lib.foldcp_trimul_destroy(h)
             if hb is not None:
                 baseline.lib.foldcp_trimul_destroy(hb)
@@ -362,15 +399,15 @@ def main():
     if args.csv:
         with open(args.csv, "w") as f:
             f.write(f"# python3 bench/torch_peers.py {' '.join(sys.argv[1:])}\n")
-            f.write("date,commit,gpu,cp,grid,direction,B,N,D,arm,median_ms,peak_gib,status\n")
+            f.write("date,commit,gpu,cp,grid,direction,B,N,D,H,arm,median_ms,peak_gib,status\n")
             for r in rows:
                 f.write(",".join(str(v) for v in r) + "\n")
 
     print(f"\n=== TriMul, one {gpu}: median ms (ratio = peer / ours, > 1 means ours is faster) ===")
-    print(f"{'dir':8s} {'B,N,D':12s} {'ours':>8s} {'TF/s':>6s} {'eager':>8s} {'x':>6s} {'compile':>8s} {'x':>6s}")
-    for direction, B, N, D, med, status in table:
+    print(f"{'dir':8s} {'B,N,D/H':14s} {'ours':>8s} {'TF/s':>6s} {'eager':>8s} {'x':>6s} {'compile':>8s} {'x':>6s}")
+    for direction, B, N, D, H, med, status in table:
         o = med.get("ours")
-        flops = 2 * B * N**3 * D + 12 * B * N**2 * D**2
+        fl = flops(B, N, D, H)
 
         def cell(k):
             if k in med:
@@ -378,8 +415,8 @@ def main():
             return f"{status.get(k, '-'):>8s}", "     -"
         e, ex = cell("torch_eager")
         c, cx = cell("torch_compile")
-        print(f"{direction:8s} {B},{N},{D:<6d} {o if o else float('nan'):8.2f} "
-              f"{(flops / o / 1e9) if o else 0:6.0f} {e} {ex} {c} {cx}")
+        print(f"{direction:8s} {label(B, N, D, H)[1:-1]:14s} {o if o else float('nan'):8.2f} "
+              f"{(fl / o / 1e9) if o else 0:6.0f} {e} {ex} {c} {cx}")
 
 
 if __name__ == "__main__":
