@@ -29,7 +29,7 @@ constexpr int in_x_buffers(int D) {
 }
 // Besides the x tiles and the weight ring: per warpgroup a transposing buffer of 64 channel rows
 // (32 a, 32 b) x 64 tokens, then the LN weight and bias (D each) and float4 (bp_a, bg_a, bp_b,
-// bg_b) / 2 per hidden channel (room for kMaxWidth: 8 KiB, which costs no weight slot at any D).
+// bg_b) / 2 per hidden channel (room for kMaxWidth: 4 KiB, which costs no weight slot at any D).
 template <int D>
 struct InCfg : ProjCfg<D, in_x_buffers(D), proj::CONSUMERS * 64 * 128 + (2 * D + 4 * kMaxWidth) * 4> {
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers

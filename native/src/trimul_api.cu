@@ -51,18 +51,24 @@ int check_dims(int64_t D, int64_t H) {
   return check_dim(H, "H");
 }
 
-int check_shape(int64_t B, int64_t N, int64_t C, const char* name) {
+int check_shape(int64_t B, int64_t N, int64_t D) {
   if (B < 1 || B > 65535)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "batch B = %lld is out of range: B must be in [1, 65535]", (long long)B);
   if (N < 1 || N > 65408)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "N = %lld is out of range: N must be in [1, 65408] (any N is padded internally to a multiple of 128)",
                 (long long)N);
-  if (int st = check_dim(C, name)) return st;
-  if (B * C > 65535)
+  return check_dim(D, "D");
+}
+
+int check_planes(int64_t B, int64_t N, int64_t H) {
+  if (int st = check_shape(B, N, 32)) return st;  // B and N
+  if (int st = check_dim(H, "H")) return st;
+  if (B * H > 65535)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
-                "B * %s = %lld is too large: the triangle GEMM grid needs B * %s <= 65535 (B = %lld, %s = %lld)", name,
-                (long long)(B * C), name, (long long)B, name, (long long)C);
+                "B * H = %lld is too large: the triangle GEMM grid needs B * H <= 65535 (B = %lld, H = %lld; H: the "
+                "hidden width, D for a layer without its own)",
+                (long long)(B * H), (long long)B, (long long)H);
   return FOLDCP_OK;
 }
 
@@ -76,6 +82,7 @@ void clear_error() { g_err.clear(); }
 
 }  // namespace foldcp
 
+using foldcp::api::check_planes;
 using foldcp::api::check_shape;
 using foldcp::api::cuda_fail;
 using foldcp::api::fail;
@@ -91,8 +98,6 @@ int check_group(int64_t H, int64_t group) {
   return FOLDCP_OK;
 }
 
-// The workspace functions count the channels of the triangle product: the hidden width.
-constexpr const char* kHiddenName = "H";
 
 bool is_device_ptr(const void* p) {
   cudaPointerAttributes a{};
@@ -171,7 +176,7 @@ int foldcp_trimul_check_dims(int64_t D, int64_t H) {
 int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t C, size_t* bytes) {
   g_err.clear();
   if (bytes == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "bytes is NULL: pass where to store the size");
-  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  if (int st = check_planes(B, N, C)) return st;
   *bytes = foldcp::ws_layout(B, N, C).total;
   return FOLDCP_OK;
 }
@@ -179,7 +184,7 @@ int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t C, size_t* bytes)
 int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t C, int64_t group, size_t* bytes) {
   g_err.clear();
   if (bytes == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "bytes is NULL: pass where to store the size");
-  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  if (int st = check_planes(B, N, C)) return st;
   if (int st = check_group(C, group)) return st;
   *bytes = foldcp::ws_layout(B, N, C, group).total;
   return FOLDCP_OK;
@@ -188,7 +193,7 @@ int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t C, int64_t 
 int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t C, size_t bytes_available, int64_t* group) {
   g_err.clear();
   if (group == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "group is NULL: pass where to store the group");
-  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  if (int st = check_planes(B, N, C)) return st;
   for (int64_t g = C; g >= 32; g -= 32) {
     if (foldcp::ws_layout(B, N, C, g).total <= bytes_available) {
       *group = g;
@@ -203,7 +208,7 @@ int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t C, size_t bytes_av
 
 int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t C, void* workspace, void** a_ws, void** b_ws,
                                   foldcp::bf16_raw** z_ws, int64_t* np, int64_t* sab, int64_t* sz) {
-  if (int st = check_shape(B, N, C, kHiddenName)) return st;
+  if (int st = check_planes(B, N, C)) return st;
   const foldcp::WsLayout l = foldcp::ws_layout(B, N, C);
   char* w = static_cast<char*>(workspace);
   *a_ws = w + l.a_off;
@@ -225,7 +230,7 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
   if (L == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "layer is NULL");
   const int64_t D = L->dl.dim, H = L->dl.hidden;
   if (int st = check_shape(B, N, D)) return st;
-  if (int st = check_shape(B, N, H, kHiddenName)) return st;
+  if (int st = check_planes(B, N, H)) return st;
   if (group == 0) group = H;
   if (int st = check_group(H, group)) return st;
   if (x == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "x is NULL");

@@ -28,12 +28,15 @@ int fail(int status, const char* fmt, ...);
 // message names the call, the CUDA error and the source line (file: __FILE__).
 int cuda_fail(cudaError_t e, const char* what, const char* file, int line);
 
-// The rules of the tensor-core kernels, with messages that name the value and the rule. `name`
-// says which width is checked: "D" (the pair width) or "H" (the hidden width: the channels of the
-// triangle product, which the workspace and the triangle GEMM's grid count).
-int check_dim(int64_t width, const char* name = "D");
+// The rules of the tensor-core kernels, with messages that name the value and the rule.
+// check_dim: one width, `name` "D" (the pair width: x, out) or "H" (the hidden width: a, b, z).
+int check_dim(int64_t width, const char* name);
 int check_dims(int64_t D, int64_t H);
-int check_shape(int64_t B, int64_t N, int64_t C, const char* name = "D");
+// B, N and the pair width D.
+int check_shape(int64_t B, int64_t N, int64_t D);
+// B, N and the hidden width H, whose B * H planes are the triangle GEMM's grid (what the
+// workspace functions count).
+int check_planes(int64_t B, int64_t N, int64_t H);
 
 }  // namespace api
 }  // namespace foldcp

@@ -89,10 +89,12 @@ public final class LayerCache implements AutoCloseable {
     if (e == null) {
       device.makeCurrent();
       long h = api.create(layer);
-      int d = layer.dim();
-      long bytes = 6L * d * d * 2 + 10L * d * 4;
-      e = new Entry(h, MemoryLeakCheck.register("native layer", bytes,
-          layer.spec() + ", D=" + d + ", digest " + layer.weights().digest().substring(0, 12)));
+      long d = layer.dim();
+      long hid = layer.hidden();
+      // what foldcp_trimul_create holds: bf16 W1 [4H][D] and W3 [2D][max(D, H)], fp32 vectors 4D + 6H
+      long bytes = (4 * hid * d + 2 * d * Math.max(d, hid)) * 2 + (4 * d + 6 * hid) * 4;
+      e = new Entry(h, MemoryLeakCheck.register("native layer", bytes, layer.spec() + ", D=" + d + ", H=" + hid
+          + ", digest " + layer.weights().digest().substring(0, 12)));
       entries.put(key, e);
       created++;
     }

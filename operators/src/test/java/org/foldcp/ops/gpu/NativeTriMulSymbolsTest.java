@@ -217,8 +217,11 @@ class NativeTriMulSymbolsTest {
     // H of its own: 2BN^3H (triangle) + 8BN^2DH (p_in, g_in) + 2BN^2D(H + D) (p_out, g_out)
     assertEquals(2.0 * 8 * 8 * 8 * 64 + 8.0 * 8 * 8 * 32 * 64 + 2.0 * 8 * 8 * 32 * (64 + 32),
         NativeTriMul.flops(1, 8, 32, 64));
-    // the workspace holds a, b and z of H channels: a layer's D does not enter it
-    assertTrue(NativeTriMul.workspaceSize(1, 100, 64) > NativeTriMul.workspaceSize(1, 100, 32));
+    // the workspace is a, b and z of its C = H channels and nothing else: at N = 100 (planes of
+    // 128 x 128 + 128 and 100 x 128 + 128 bf16, each a 256-byte multiple) twice the channels take
+    // exactly twice the bytes
+    assertEquals(2 * (64L * (128 * 128 + 128) * 2) + 64L * (100 * 128 + 128) * 2, NativeTriMul.workspaceSize(1, 100, 64));
+    assertEquals(2 * NativeTriMul.workspaceSize(1, 100, 32), NativeTriMul.workspaceSize(1, 100, 64));
 
     InvalidInputException d = assertThrows(InvalidInputException.class, () -> NativeTriMul.checkShape(1, 100, 30));
     assertTrue(d.getMessage().startsWith("D = 30 is not supported"), d.getMessage());

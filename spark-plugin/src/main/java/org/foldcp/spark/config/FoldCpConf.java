@@ -101,13 +101,13 @@ public final class FoldCpConf implements Serializable {
       .intConf().atLeast("1").or("auto", 0).createWithDefault("1");
 
   public static final ConfKey<int[]> CP_AUTO_CANDIDATES = conf("spark.foldcp.cp.auto.candidates")
-      .doc("The cp values spark.foldcp.cp = auto may give a complex (a value that does not divide D is skipped).")
+      .doc("The cp values spark.foldcp.cp = auto may give a complex (a value that does not divide the hidden width H is skipped).")
       .parsedBy("a comma-separated ascending list of integers >= 1 starting at 1",
           ValueParsers::ascendingIntsFromOne).createWithDefault("1,2,4,8");
 
   public static final ConfKey<Long> CP_AUTO_MEMORY_PER_RANK = conf("spark.foldcp.cp.auto.memoryPerRank")
       .doc("Device memory one rank may use for a layer's buffers when spark.foldcp.cp = auto picks cp (the model counts"
-          + " 10 B N^2 D / cp bytes: x, the output, a, b, z); the default leaves an H200's 141 GB some room.")
+          + " (4 B N^2 D + 6 B N^2 H) / cp bytes: x, the output (D channels), a, b, z (H); 10 B N^2 D / cp at H = D); the default leaves an H200's 141 GB some room.")
       .bytesConf().atLeast("1m").createWithDefault("120g");
 
   public static final ConfKey<Double> CP_AUTO_TARGET_SECONDS = conf("spark.foldcp.cp.auto.targetSeconds")
