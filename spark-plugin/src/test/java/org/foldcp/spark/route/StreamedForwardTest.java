@@ -98,7 +98,7 @@ class StreamedForwardTest {
 
   /** A task that fails on its second complex still closes its backend: the task-completion listener does. */
   @Test
-  void aFailingTaskStillClosesItsBackend() {
+  void aFailingTaskStillClosesItsBackend() throws InterruptedException {
     OPENED.set(0);
     CLOSED.set(0);
     SparkSession spark = SparkSession.builder().master("local[2]").appName("streamed-forward-test")
@@ -114,6 +114,12 @@ class StreamedForwardTest {
           .collect());
       assertTrue(String.valueOf(e.getMessage()).contains("forward 2 fails on purpose"), String.valueOf(e.getMessage()));
       assertTrue(OPENED.get() >= 1, "a task opened a backend");
+      // collect() throws as soon as the first task fails; the other task is then being killed and
+      // closes its backend when its thread ends, which may be a moment later
+      long deadline = System.nanoTime() + 30_000_000_000L;
+      while (CLOSED.get() < OPENED.get() && System.nanoTime() < deadline) {
+        Thread.sleep(10);
+      }
       assertEquals(OPENED.get(), CLOSED.get(), "every backend a task opened was closed, failed task included");
     } finally {
       spark.stop();
