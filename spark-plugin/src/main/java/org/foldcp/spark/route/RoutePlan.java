@@ -60,13 +60,11 @@ public final class RoutePlan implements Serializable {
   }
 
   /**
-   * Whether the driver leaves {@code stack} to the GPU: the kernels take its widths
-   * ({@link NativeTriMul#gpuKernelsTake}, plain Java: no native library needed here), or it is
-   * square (H = D), whose D the GPU path checks with the rest of the shape on the executor, as it
-   * did before layers had a hidden width of their own.
+   * Whether the driver leaves {@code stack} to the GPU: the kernels take its widths D and H
+   * ({@link NativeTriMul#gpuKernelsTake}, plain Java: no native library needed here), square or not.
    */
   public static boolean gpuKernelsTake(LayerStack stack) {
-    return stack.hidden() == stack.dim() || NativeTriMul.gpuKernelsTake(stack.dim(), stack.hidden());
+    return NativeTriMul.gpuKernelsTake(stack.dim(), stack.hidden());
   }
 
   /**

@@ -45,15 +45,17 @@ class RoutePlanForStackTest {
   }
 
   /**
-   * The driver's rule is the kernels' ({@code NativeTriMul.gpuKernelsTake}, no native library needed)
-   * for stacks of their own hidden width; a square stack's D is left to the executor's shape check.
+   * The driver's rule is the kernels' ({@code NativeTriMul.gpuKernelsTake}, no native library
+   * needed), for square stacks as for stacks of their own hidden width.
    */
   @Test
   void theDriverUsesTheKernelsWidthRule() {
     assertTrue(RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 256, 128, 1, false)));
+    assertTrue(RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 128, 1, false)));
     assertTrue(!RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 64, 48, 1, false)));
     assertTrue(!RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 64, 288, 1, false)));
     assertTrue(!RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 8, 64, 1, false)), "D = 8 is outside the rule");
-    assertTrue(RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 8, 1, false)), "square: D is the shape check's");
+    assertTrue(!RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 8, 1, false)), "square D = 8 too");
+    assertTrue(!RoutePlan.gpuKernelsTake(LayerStack.randomAlternating(1, 384, 1, false)), "square D = 384 too");
   }
 }

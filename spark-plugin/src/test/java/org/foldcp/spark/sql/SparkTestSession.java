@@ -19,7 +19,7 @@ final class SparkTestSession {
   /** Two complexes of different N with masks, as the tests name them. */
   static final String[] IDS = {"c13", "c20"};
   static final int[] N = {13, 20};
-  static final int D = 8;
+  static final int D = 32; // a width the GPU kernels take: the fake-GPU tests plan the GPU route for it
 
   private SparkTestSession() {}
 
