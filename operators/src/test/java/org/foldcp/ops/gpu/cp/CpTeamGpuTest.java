@@ -194,6 +194,10 @@ class CpTeamGpuTest {
   void cp8GridsDirectionsSizesAndRoutes(@TempDir Path dir) throws Exception {
     List<CpCase> cases = grid(List.of("8x1", "2x4", "4x2"), new int[] {100, 1000}, 64, 301);
     cases.add(new CpCase("stack2", "2x4", Direction.INCOMING, 100, 128, 2, true, true, 2, StoreRoute.AUTO, 7, -1, 1));
+    // a hidden width above D (64 / 128): z's planes of a tile outnumber x's channels, and each rank
+    // owns H / cp = 16 channels, half of stage 1's 32-channel chunk
+    cases.add(new CpCase("h128", "4x2", Direction.OUTGOING, 100, 64, 1, true, true, 1, StoreRoute.AUTO, 17, -1, 1)
+        .withHidden(128));
     runGrids(dir, 8, cases, List.of("g4x2-o1000-peer", "g8x1-i100-peer", "stack2"),
         "cp8GridsDirectionsSizesAndRoutes");
   }
