@@ -51,18 +51,24 @@ int check_dims(int64_t D, int64_t H) {
   return check_dim(H, "H");
 }
 
-int check_shape(int64_t B, int64_t N, int64_t D) {
+// The batch and token counts, the part of a shape that check_shape and check_planes share.
+static int check_batch_tokens(int64_t B, int64_t N) {
   if (B < 1 || B > 65535)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT, "batch B = %lld is out of range: B must be in [1, 65535]", (long long)B);
   if (N < 1 || N > 65408)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
                 "N = %lld is out of range: N must be in [1, 65408] (any N is padded internally to a multiple of 128)",
                 (long long)N);
+  return FOLDCP_OK;
+}
+
+int check_shape(int64_t B, int64_t N, int64_t D) {
+  if (int st = check_batch_tokens(B, N)) return st;
   return check_dim(D, "D");
 }
 
 int check_planes(int64_t B, int64_t N, int64_t H) {
-  if (int st = check_shape(B, N, 32)) return st;  // B and N
+  if (int st = check_batch_tokens(B, N)) return st;
   if (int st = check_dim(H, "H")) return st;
   if (B * H > 65535)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
@@ -97,7 +103,6 @@ int check_group(int64_t H, int64_t group) {
                 (long long)group, (long long)H);
   return FOLDCP_OK;
 }
-
 
 bool is_device_ptr(const void* p) {
   cudaPointerAttributes a{};
