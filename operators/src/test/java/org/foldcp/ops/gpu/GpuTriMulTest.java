@@ -297,8 +297,8 @@ class GpuTriMulTest {
     TriMulLayer l64 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(64, 2, false));
     InvalidInputException dm = assertThrows(InvalidInputException.class, () -> gpu.forward(x, l64));
     assertTrue(dm.getMessage().contains("D of the pair tensor = 32"), dm.getMessage());
-    // a hidden width the kernels do not take (GpuHiddenWidthTest runs those they take): the value,
-    // the rule and where such a layer runs
+    // a hidden width the kernels do not take (aStackOfItsOwnHiddenWidthMatchesTheCpuAndFloat64 runs
+    // those they take): the value, the rule and where such a layer runs
     for (int h : new int[] {48, 288}) {
       TriMulLayer bad = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(32, h, 2, false));
       InvalidInputException hd = assertThrows(InvalidInputException.class, () -> gpu.forward(x, bad));
