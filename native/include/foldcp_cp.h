@@ -86,7 +86,7 @@ typedef struct foldcp_cp_plan foldcp_cp_plan;
 typedef struct foldcp_cp_config {
   int64_t batch;      /* B */
   int64_t n;          /* N: valid tokens of the whole complex */
-  int64_t dim;        /* D: the pair width, a multiple of 32 in [32, 256] */
+  int64_t dim;        /* D: the pair width, a multiple of 32 in [32, 512] */
   int grid_rows;      /* cp0 */
   int grid_cols;      /* cp1; cp0 * cp1 must equal the team size */
   int64_t tile_rows;  /* tokens per tile: multiples of 8, cp0 * tile_rows = cp1 * tile_cols >= n */

@@ -53,7 +53,7 @@ typedef enum foldcp_direction { FOLDCP_OUTGOING = 0, FOLDCP_INCOMING = 1 } foldc
  * (= zeros). Nothing is retained after foldcp_trimul_create. Zero-initialize the struct
  * (foldcp_trimul_weights w = {0}; or {} in C++): hidden = 0 means H = D. */
 typedef struct foldcp_trimul_weights {
-  int64_t dim;       /* D: a multiple of 32, 32..256 */
+  int64_t dim;       /* D: a multiple of 32, 32..512 */
   int direction;     /* foldcp_direction */
   int residual;      /* nonzero: out += x */
   float eps;         /* LayerNorm eps (> 0; 1e-5 in the models) */
@@ -69,7 +69,7 @@ typedef struct foldcp_trimul_weights {
   const float* g_in_bias;       /* [2H] or NULL */
   const float* p_out_bias;      /* [D] or NULL */
   const float* g_out_bias;      /* [D] or NULL */
-  int64_t hidden;               /* H: a multiple of 32, 32..256; 0 = D */
+  int64_t hidden;               /* H: a multiple of 32, 32..512; 0 = D */
 } foldcp_trimul_weights;
 
 /* Message of the last failure on this thread ("" if none). Valid until the next call. */
@@ -81,7 +81,7 @@ const char* foldcp_status_name(int status);
 int foldcp_trimul_check_shape(int64_t B, int64_t N, int64_t D);
 
 /* Checks a layer's pair width D and hidden width H (0 = D) against the kernels' rules without
- * touching the device: both multiples of 32 in [32, 256]. */
+ * touching the device: both multiples of 32 in [32, 512]. */
 int foldcp_trimul_check_dims(int64_t D, int64_t H);
 
 /* The workspace functions below count the channels of the triangle product, C: the layer's hidden

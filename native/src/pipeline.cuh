@@ -10,8 +10,10 @@
 // 256 KiB at D = 256: they stay in L2).
 //   warpgroup 0: producers. One thread streams the weight k-blocks (128 rows x 64 k, 16 KiB, 128B
 //                swizzle) through a ring of STAGES slots, tile after tile (produce_weights);
-//                another one loads the raw x tile of each token tile into NXBUF buffers, up to
-//                NXBUF tiles ahead (load_x_tile).
+//                another one loads the raw x of each token tile: into NXBUF whole-tile buffers,
+//                up to NXBUF tiles ahead (load_x_tile: the fused stage 3, which keeps the tile for
+//                its residual), or k-block by k-block into a ring of NXBUF k-block slots
+//                (load_x_ring: stage 1 and the wide stage 3, which only need it for LN_in).
 //   warpgroups 1, 2: consumers, 64 tokens of the tile each (wgmma M = 64).
 //
 // Why the A operand (LayerNorm'd tokens) lives in registers: LN needs a token's whole row, so it
@@ -46,7 +48,7 @@ constexpr int TOK = 128;                         // tokens per tile
 constexpr int CONSUMERS = wgcta::CONSUMERS;      // consumer warpgroups, 64 tokens each
 constexpr int THREADS = wgcta::THREADS;          // 384
 constexpr int KB_BYTES = 128 * 128;              // one 64-wide k-block of 128 rows (128 B per row, one swizzle span)
-constexpr int W_STAGE = KB_BYTES;                // a weight slot: 128 rows x 64 k bf16
+constexpr int W_STAGE = KB_BYTES;                // a weight slot of 128 rows x 64 k bf16 (the default)
 constexpr int SMEM_LIMIT = 227 * 1024;           // dynamic + static shared memory per CTA on sm_90
 constexpr int STATIC_SMEM = 256;                 // the mbarriers (static), rounded up
 constexpr int PRODUCER_REGS = wgcta::PRODUCER_REGS, CONSUMER_REGS = wgcta::CONSUMER_REGS;
@@ -59,24 +61,29 @@ constexpr int MAX_STAGES = 8;
 constexpr int x_tile_bytes(int D) { return (D + 63) / 64 * KB_BYTES; }
 }  // namespace proj
 
-// Shared-memory plan of a projection kernel: NXBUF x tiles, the stage's own EXTRA bytes, the
-// weight ring with as many slots as fit (at most MAX_STAGES), and 1024 B of slack to align the
-// buffers to 1024 B (128B swizzle). KW: the K of the weight matrix (stage 3's p_out and g_out
-// share rows of max(H, D)), D by default.
-template <int D, int NXBUF_, int EXTRA, int KW = D>
+// Shared-memory plan of a projection kernel: NXBUF x buffers of XBUF bytes (whole x tiles, or
+// k-block slots of an x ring: stage 1 and the wide stage 3), the stage's own EXTRA bytes, the
+// weight ring with as many slots as fit (at most MAX_STAGES, or a chunk plus two k-blocks where
+// that is more), and 1024 B of slack to align the buffers to 1024 B (128B swizzle). KW: the K of
+// the weight matrix (stage 3's p_out and g_out share rows of max(H, D)), D by default. WROWS: the
+// weight rows of a chunk (one slot holds WROWS rows x 64 k).
+template <int D, int NXBUF_, int EXTRA, int KW = D, int XBUF = proj::x_tile_bytes(D), int WROWS = 128>
 struct ProjCfg {
   static constexpr int NKB = (D + 63) / 64;   // k-blocks of x (the last one half used when D % 64 == 32)
   static constexpr int WKB = (KW + 63) / 64;  // k-blocks of a weight chunk
   static constexpr int KS = D / 16;           // k16 steps of LN_in(x)
-  static constexpr int XBYTES = proj::x_tile_bytes(D);
+  static constexpr int XBYTES = XBUF;
   static constexpr int NXBUF = NXBUF_;
+  static constexpr int W_SLOT = WROWS * 128;  // bytes of one weight slot
   static constexpr int FIXED = NXBUF * XBYTES + EXTRA + 1024;
-  static constexpr int STAGES_FIT = (proj::SMEM_LIMIT - proj::STATIC_SMEM - FIXED) / proj::W_STAGE;
-  static constexpr int STAGES = STAGES_FIT < proj::MAX_STAGES ? STAGES_FIT : proj::MAX_STAGES;
-  static constexpr int SMEM = FIXED + STAGES * proj::W_STAGE;
+  static constexpr int STAGES_FIT = (proj::SMEM_LIMIT - proj::STATIC_SMEM - FIXED) / W_SLOT;
+  static constexpr int STAGES_CAP = proj::MAX_STAGES > WKB + 2 ? proj::MAX_STAGES : WKB + 2;
+  static constexpr int STAGES = STAGES_FIT < STAGES_CAP ? STAGES_FIT : STAGES_CAP;
+  static constexpr int SMEM = FIXED + STAGES * W_SLOT;
   static_assert(STAGES >= WKB + 1, "the weight ring must hold a chunk plus one k-block");
   static_assert(SMEM + proj::STATIC_SMEM <= proj::SMEM_LIMIT, "over the shared-memory limit");
   static_assert(XBYTES < (1 << 20), "mbarrier tx-count is 20 bits");
+  static_assert((2 * NXBUF + 2 * STAGES) * 8 <= proj::STATIC_SMEM, "the mbarriers outgrow STATIC_SMEM");
 };
 
 // ------------------------------------------------------------------ CTA set-up
@@ -141,11 +148,13 @@ __device__ __forceinline__ TokenTile token_tile(int u, int tiles_k, int rows) {
 }
 
 // ------------------------------------------------------------------ producers
-// Streams the weight chunks jb .. je - 1 (128 rows x NKB k-blocks each, 2D map tmW) into the ring
-// once per token tile of this CTA, each k-block as soon as its slot is free.
-template <int NKB, int STAGES>
+// Streams the weight chunks jb .. je - 1 (WROWS rows x NKB k-blocks each, 2D map tmW whose box is
+// 64 k x WROWS rows) into the ring once per token tile of this CTA, each k-block as soon as its
+// slot is free.
+template <int NKB, int STAGES, int WROWS = 128>
 __device__ __forceinline__ void produce_weights(const CUtensorMap* tmW, uint32_t s_w, const RingBars& bars,
                                                 int n_local, int jb, int je) {
+  constexpr int SLOT = WROWS * 128;
   tma_prefetch_map(tmW);
   RingPos<STAGES> w;
   for (int u = 0; u < n_local; ++u) {
@@ -153,11 +162,28 @@ __device__ __forceinline__ void produce_weights(const CUtensorMap* tmW, uint32_t
 #pragma unroll
       for (int kb = 0; kb < NKB; ++kb) {
         mbar_wait(bars.wempty(w.slot), w.phase ^ 1u);
-        mbar_arrive_expect_tx(bars.wfull(w.slot), proj::W_STAGE);
-        tma_load_2d(s_w + w.slot * proj::W_STAGE, tmW, kb * 64, j * 128, bars.wfull(w.slot));
+        mbar_arrive_expect_tx(bars.wfull(w.slot), SLOT);
+        tma_load_2d(s_w + w.slot * SLOT, tmW, kb * 64, j * WROWS, bars.wfull(w.slot));
         w.next();
       }
     }
+  }
+}
+
+// The x ring (stage 1, the wide stage 3): a tile's NKB k-blocks (64 channels x 128 tokens of the
+// 4D map tmX at token `tok`, row `row`, batch `b`) into the next NKB slots of XSLOTS k-block slots,
+// each as soon as the consumers have released it. Unlike whole-tile buffers, the ring holds fewer
+// k-blocks than a tile at large D: the consumers take the tile's raw x into registers k-block by
+// k-block and release each slot at once (ln_in_frags_ring).
+template <int NKB, int XSLOTS>
+__device__ __forceinline__ void load_x_ring(RingPos<XSLOTS>& xr, const CUtensorMap* tmX, uint32_t s_x,
+                                            const RingBars& bars, int tok, int row, int b) {
+#pragma unroll
+  for (int kb = 0; kb < NKB; ++kb) {
+    mbar_wait(bars.xempty(xr.slot), xr.phase ^ 1u);
+    mbar_arrive_expect_tx(bars.xfull(xr.slot), proj::KB_BYTES);
+    tma_load_4d(s_x + xr.slot * proj::KB_BYTES, tmX, kb * 64, tok, row, b, bars.xfull(xr.slot));
+    xr.next();
   }
 }
 
@@ -257,6 +283,27 @@ __device__ __forceinline__ int ln_in_frags(uint32_t (&af)[D / 16][4], int u, con
   normalize_frags<D>(af, lane, lnw, lnb, eps);
   return buf;
 }
+// The same from the x ring: the tile's NKB k-blocks are taken from the next NKB slots (xr), each
+// slot released by this warp as soon as its rows are in registers; then the LayerNorm. lnw / lnb
+// may be global or shared.
+template <int D, int XSLOTS>
+__device__ __forceinline__ void ln_in_frags_ring(uint32_t (&af)[D / 16][4], RingPos<XSLOTS>& xr, const RingBars& bars,
+                                                 uint32_t s_x, int cw, int warp, int lane, const float* lnw,
+                                                 const float* lnb, float eps) {
+  const int r = 64 * cw + 16 * warp + (lane & 15);
+#pragma unroll
+  for (int kb = 0; kb < (D + 63) / 64; ++kb) {
+    mbar_wait(bars.xfull(xr.slot), xr.phase);
+    const uint32_t tile = s_x + (uint32_t)xr.slot * proj::KB_BYTES;
+#pragma unroll
+    for (int s4 = 0; s4 < 4; ++s4)
+      if (4 * kb + s4 < D / 16) ldsm_x4(af[4 * kb + s4], swz128(tile, r, 2 * s4 + (lane >> 4)));
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars.xempty(xr.slot));
+    xr.next();
+  }
+  normalize_frags<D>(af, lane, lnw, lnb, eps);
+}
 
 // ------------------------------------------------------------------ consumers: chunks
 // Ping-pong between the two consumer warpgroups: warpgroup 0 issues its n-th chunk after
@@ -282,7 +329,7 @@ struct ChunkRing {
 // Issues the MMAs of the next weight chunk in this warpgroup's turn: for each of its NKB k-blocks,
 // waits until the slot has landed, calls mma(kb, slot address) and commits one wgmma group.
 // Returns the chunk's first slot, for release_chunk.
-template <int NKB, int STAGES, typename Mma>
+template <int NKB, int STAGES, int SLOT = proj::W_STAGE, typename Mma>
 __device__ __forceinline__ int issue_chunk(int cw, ChunkRing<STAGES>& r, const RingBars& bars, uint32_t s_w,
                                            Mma&& mma) {
   turn_wait(cw, r.issued);
@@ -293,7 +340,7 @@ __device__ __forceinline__ int issue_chunk(int cw, ChunkRing<STAGES>& r, const R
 #pragma unroll
   for (int kb = 0; kb < NKB; ++kb) {
     mbar_wait(bars.wfull(r.w.slot), r.w.phase);
-    mma(kb, s_w + r.w.slot * proj::W_STAGE);
+    mma(kb, s_w + r.w.slot * SLOT);
     wgmma_commit();
     r.w.next();
   }
@@ -335,12 +382,12 @@ inline cudaError_t encode_tokens(CUtensorMap* m, const void* base, int D, int64_
   const cuuint32_t box[4] = {64, box_tokens, 1, 1};
   return encode_bf16(m, base, 4, dims, strides, box);
 }
-// 2D map over a weight matrix [rows][D] bf16: boxes of 64 k x 128 rows (one ring slot; rows past
-// the matrix are zero-filled).
-inline cudaError_t encode_weights(CUtensorMap* m, const void* w, int D, int rows) {
+// 2D map over a weight matrix [rows][D] bf16: boxes of 64 k x box_rows rows (one ring slot; rows
+// past the matrix are zero-filled).
+inline cudaError_t encode_weights(CUtensorMap* m, const void* w, int D, int rows, uint32_t box_rows = 128) {
   const cuuint64_t dims[2] = {(cuuint64_t)D, (cuuint64_t)rows};
   const cuuint64_t strides[1] = {(cuuint64_t)D * 2};
-  const cuuint32_t box[2] = {64, 128};
+  const cuuint32_t box[2] = {64, box_rows};
   return encode_bf16(m, w, 2, dims, strides, box);
 }
 
@@ -367,27 +414,22 @@ cudaError_t prepare_on_current_device(int smem) {
 }
 
 // Calls f(std::integral_constant<int, D>{}) for D = dim, one of the widths the projection kernels
-// are instantiated for (the multiples of 32 in [32, kMaxWidth], as the C API allows); any other
-// width gets cudaErrorInvalidValue.
-template <typename F>
+// are instantiated for (the multiples of 32 in [32, MAX]; MAX = kMaxWidth, as the C API allows);
+// any other width gets cudaErrorInvalidValue.
+template <int MAX = kMaxWidth, int W = 32, typename F>
 cudaError_t with_dim(int dim, F&& f) {
-  static_assert(kMaxWidth == 256, "with_dim lists the widths up to kMaxWidth");
-  switch (dim) {
-    case 32: return f(std::integral_constant<int, 32>{});
-    case 64: return f(std::integral_constant<int, 64>{});
-    case 96: return f(std::integral_constant<int, 96>{});
-    case 128: return f(std::integral_constant<int, 128>{});
-    case 160: return f(std::integral_constant<int, 160>{});
-    case 192: return f(std::integral_constant<int, 192>{});
-    case 224: return f(std::integral_constant<int, 224>{});
-    case 256: return f(std::integral_constant<int, 256>{});
-    default: return cudaErrorInvalidValue;
+  static_assert(MAX <= kMaxWidth && MAX % 32 == 0, "widths are multiples of 32 up to kMaxWidth");
+  if constexpr (W > MAX) {
+    return cudaErrorInvalidValue;
+  } else {
+    if (dim == W) return f(std::integral_constant<int, W>{});
+    return with_dim<MAX, W + 32>(dim, f);
   }
 }
-// f(D, H) as integral constants: every pair of widths (stage 3 is a template of both).
-template <typename F>
+// f(D, H) as integral constants: every pair of widths up to MAX (stage 3 is a template of both).
+template <int MAX = kMaxWidth, typename F>
 cudaError_t with_dims(int dim, int hidden, F&& f) {
-  return with_dim(dim, [&](auto d) { return with_dim(hidden, [&](auto h) { return f(d, h); }); });
+  return with_dim<MAX>(dim, [&](auto d) { return with_dim<MAX>(hidden, [&](auto h) { return f(d, h); }); });
 }
 
 }  // namespace foldcp

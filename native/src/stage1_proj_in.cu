@@ -20,18 +20,22 @@
 
 namespace foldcp {
 
-// x tiles in flight: enough to cover the HBM latency when tiles are short (small D).
-constexpr int in_x_buffers(int D) {
-  return proj::x_tile_bytes(D) <= 16384   ? 4
-         : proj::x_tile_bytes(D) <= 32768 ? 3
-         : proj::x_tile_bytes(D) <= 49152 ? 2
-                                          : 1;
+// The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
+// before held (4, 3, 2 or 1 tiles by tile size: enough to cover the HBM latency when tiles are
+// short); above, 3 slots, so that a chunk plus one k-block of weights still fits (a tile of x no
+// longer needs to: the consumers take it k-block by k-block).
+constexpr int in_x_slots(int D) {
+  return D > 256                                ? 3
+         : proj::x_tile_bytes(D) <= 16384 ? 4 * ((D + 63) / 64)
+         : proj::x_tile_bytes(D) <= 32768 ? 3 * ((D + 63) / 64)
+         : proj::x_tile_bytes(D) <= 49152 ? 2 * ((D + 63) / 64)
+                                          : (D + 63) / 64;
 }
-// Besides the x tiles and the weight ring: per warpgroup a transposing buffer of 64 channel rows
+// Besides the x ring and the weight ring: per warpgroup a transposing buffer of 64 channel rows
 // (32 a, 32 b) x 64 tokens, then the LN weight and bias (D each) and float4 (bp_a, bg_a, bp_b,
-// bg_b) / 2 per hidden channel (room for kMaxWidth: 4 KiB, which costs no weight slot at any D).
+// bg_b) / 2 per hidden channel (room for kMaxWidth: 8 KiB).
 template <int D>
-struct InCfg : ProjCfg<D, in_x_buffers(D), proj::CONSUMERS * 64 * 128 + (2 * D + 4 * kMaxWidth) * 4> {
+struct InCfg : ProjCfg<D, in_x_slots(D), proj::CONSUMERS * 64 * 128 + (2 * D + 4 * kMaxWidth) * 4, D, proj::KB_BYTES> {
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
 };
 
@@ -48,7 +52,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
   const uint32_t base = aligned_smem(smem_raw, &sm);
-  const uint32_t s_x = base;                                  // NXBUF x tiles
+  const uint32_t s_x = base;                                  // NXBUF x k-block slots
   const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
   const uint32_t s_o = s_w + C::STAGES * W_STAGE;             // transposing buffers
   bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
@@ -85,9 +89,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // The box is clamped into x (a row i >= x_rows or columns >= x_cols hold only invalid
       // tokens, whose outputs are zero whatever x is), so no box lies wholly outside the tensor;
       // the part past x_cols is zero-filled.
+      RingPos<C::NXBUF> xring;
       for (int v = 0; v < n_local; ++v) {
         const TokenTile tt = token_tile(v, tiles_k, out_rows);
-        load_x_tile<C::NKB, C::NXBUF, C::XBYTES>(v, &tmX, s_x, rb, min(tt.kt * TOK, xc - 1), min(tt.i, xr - 1), tt.b);
+        load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, min(tt.kt * TOK, xc - 1), min(tt.i, xr - 1), tt.b);
       }
     }
     return;
@@ -115,6 +120,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   for (int k = 0; k < 64; ++k) acc[k] = 0.f;
   uint32_t af[C::KS][4];
   ChunkRing<C::STAGES> ring;
+  RingPos<C::NXBUF> xring;
 
   for (int u = 0; u < n_local; ++u) {
     const TokenTile tt = token_tile(u, tiles_k, out_rows);
@@ -160,9 +166,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       }
     }
 
-    const int buf = ln_in_frags<D, C::NXBUF, C::XBYTES>(af, u, rb, s_x, cw, warp, lane, p_lnw, p_lnb, eps);
-    __syncwarp();
-    if (lane == 0) mbar_arrive(rb.xempty(buf));  // this warp's rows of x are in registers
+    // (each x slot is released as soon as this warp's rows of it are in registers)
+    ln_in_frags_ring<D, C::NXBUF>(af, xring, rb, s_x, cw, warp, lane, p_lnw, p_lnb, eps);
     valid[0] = valid[0] && mbyte[0] != 0;
     valid[1] = valid[1] && mbyte[1] != 0;
 

@@ -25,6 +25,8 @@
 
 #include "common.cuh"
 #include "pipeline.cuh"
+#include "stage3_common.cuh"
+#include "stage3_wide.cuh"
 #include "trimul_internal.h"
 #include "wgmma_common.cuh"
 
@@ -100,18 +102,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         const TokenTile tt = token_tile(v, tiles_k, rows);
         const int i = tt.i, b = tt.b;
         const int j0 = tt.kt * TOK;
-        if (z_prefetch) {
-          // The tile's z rows (one per channel, 128 tokens = 256 B, 16-byte aligned: checked on
-          // the host) into L2 for the consumers' LN_out; the tail under 16 B is left out.
-          const uint32_t bytes = (uint32_t)(min(TOK, cols - j0) * 2) & ~15u;
-          if (bytes > 0) {
-            const bf16_raw* zr = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0;
-            for (int c = 0; c < H; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
-          }
-        }
-        // The tile's x (contiguous: 128 tokens x D) into L2 as well: its buffer frees only when the
-        // previous tile's last chunk has read its residual, so the TMA load below then finds L2.
-        bulk_prefetch_l2(x + (((int64_t)b * rows + i) * cols + j0) * D, (uint32_t)(min(TOK, cols - j0) * D * 2));
+        // (the x buffer frees only when the previous tile's last chunk has read its residual, so
+        // the TMA load below then finds L2)
+        prefetch_out_tile<D, H>(x, z, b, i, j0, rows, cols, ldz, sz, z_prefetch);
         load_x_tile<C::NKB, C::NXBUF, C::XBYTES>(v, &tmX, s_x, rb, j0, i, b);
       }
     }
@@ -134,91 +127,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     const int jvalid = min(TOK, cols - j0);
 
     // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
-    // Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
-    // channels 32 uu + 8 q + e (e < 8) of both tokens: one 4-byte load per channel brings the pair
-    // (z is bf16, channel-major), so one load instruction reads 16 consecutive tokens (one 32-byte
-    // sector) of 4 channels, and all H / 4 loads are issued before any is reduced (the LN_out
-    // loads were the largest stall of this kernel in ncu). H / 4 registers.
-    {
-      const int row = 64 * cw + 16 * warp + 2 * (lane & 7);
-      const int q = lane >> 3;
-      // The pair is read whole even when only its first token is valid (odd cols): the second
-      // is then a padding column of the same z row (ldz >= cols + 1, checked on the host) and is
-      // zeroed below, as are pairs past the tile's valid tokens.
-      const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
-      // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
-      // H / 4 addresses from the plane stride took about 8 instructions (ncu).
-      const bf16_raw* zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
-      uint32_t v[H / 32][8];
-#pragma unroll
-      for (int uu = 0; uu < H / 32; ++uu) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
-          zp += sz;
-        }
-        zp += 24 * sz;
-      }
-      const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
-#pragma unroll
-      for (int uu = 0; uu < H / 32; ++uu)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[uu][e] &= keep;
-      float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-      for (int uu = 0; uu < H / 32; ++uu)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          sum0 += bf16_lo(v[uu][e]);
-          sum1 += bf16_hi(v[uu][e]);
-        }
-      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 8);
-      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 8);
-      sum0 += __shfl_xor_sync(0xffffffffu, sum0, 16);
-      sum1 += __shfl_xor_sync(0xffffffffu, sum1, 16);
-      const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
-      float sq0 = 0.f, sq1 = 0.f;
-#pragma unroll
-      for (int uu = 0; uu < H / 32; ++uu)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) {
-          const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
-          sq0 += d0 * d0;
-          sq1 += d1 * d1;
-        }
-      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 8);
-      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 8);
-      sq0 += __shfl_xor_sync(0xffffffffu, sq0, 16);
-      sq1 += __shfl_xor_sync(0xffffffffu, sq1, 16);
-      const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
-#pragma unroll
-      for (int uu = 0; uu < H / 32; ++uu) {
-        const int c0 = 32 * uu + 8 * q;
-        const float4 w0 = *reinterpret_cast<const float4*>(p_lnow + c0);
-        const float4 w1 = *reinterpret_cast<const float4*>(p_lnow + c0 + 4);
-        const float4 b0 = *reinterpret_cast<const float4*>(p_lnob + c0);
-        const float4 b1 = *reinterpret_cast<const float4*>(p_lnob + c0 + 4);
-        const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-        const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-        uint32_t pk0[4], pk1[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
-                               (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
-          pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
-                               (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
-        }
-        // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte rows
-        const uint32_t kb = s_az + (uint32_t)(uu >> 1) * KB_BYTES;
-        const uint32_t dst0 = swz128(kb, row, 4 * (uu & 1) + q), dst1 = swz128(kb, row + 1, 4 * (uu & 1) + q);
-        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst0), "r"(pk0[0]), "r"(pk0[1]), "r"(pk0[2]),
-                     "r"(pk0[3])
-                     : "memory");
-        asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst1), "r"(pk1[0]), "r"(pk1[1]), "r"(pk1[2]),
-                     "r"(pk1[3])
-                     : "memory");
-      }
-    }
+    ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
     fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
 
     // ---- LN_in(x) -> A fragments in registers
@@ -322,15 +231,7 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   using C = OutCfg<D, H>;
   const int64_t tiles_k = (cols + proj::TOK - 1) / proj::TOK;
   const int64_t total = B * rows * tiles_k;
-  // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
-  // anything else).
-  if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
-      (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(out) & 15) != 0 ||
-      (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0 ||
-      // LN_out reads z a token pair per 4-byte load: pairs must be aligned, and an odd row's
-      // last pair must end inside the row's padding.
-      (reinterpret_cast<uintptr_t>(z) & 3) != 0 || ldz % 2 != 0 || sz % 2 != 0 || (cols % 2 != 0 && ldz <= cols))
-    return cudaErrorInvalidValue;
+  if (!out_args_ok(L, x, z, out, B, rows, cols, ldz, sz, total)) return cudaErrorInvalidValue;
 
   // x and out: (B, rows, cols, D) bf16; x loaded in boxes of 64 channels x 128 tokens, out
   // stored in boxes of 64 channels x 16 tokens (one consumer warp's rows of a chunk).
@@ -342,19 +243,29 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   // W3: [2D][max(D, H)] (rows past 2D zero-filled when D % 64 == 32, columns past it when its K % 64 == 32)
   e = encode_weights(&mw, L.w_out, C::KW, 2 * D);
   if (e != cudaSuccess) return e;
-  // The z rows can be bulk-prefetched when every row start is 16-byte aligned.
-  const int z_prefetch = (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 8 == 0 && ldz % 8 == 0) ? 1 : 0;
+  const int z_prefetch = z_rows_aligned(z, ldz, sz);
   return launch_persistent<proj_out_wgmma_kernel<D, H>>(
       C::SMEM, total, s, mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
       L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
       (int)tiles_k, (int)total);
 }
 
+// The wide kernels (stage3_wide.cuh) by range of D: launched, or prepared (prepare = true).
+cudaError_t wide_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                     int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s, bool prepare) {
+  if (L.dim <= 128) return wide::out_range<0, 128>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
+  if (L.dim <= 256) return wide::out_range<128, 256>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
+  if (L.dim <= 384) return wide::out_range<256, 384>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
+  return wide::out_range<384, 512>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
+}
+
 }  // namespace
 
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
                                  int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
-  return with_dims(L.dim, L.hidden, [&](auto d, auto h) {
+  if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax)
+    return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
+  return with_dims<kFusedOutMax>(L.dim, L.hidden, [&](auto d, auto h) {
     return launch_out_t<decltype(d)::value, decltype(h)::value>(L, x, z, out, B, rows, cols, ldz, sz, s);
   });
 }
@@ -366,7 +277,13 @@ cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z,
 }
 
 cudaError_t prepare_proj_out(int dim, int hidden) {
-  return with_dims(dim, hidden, [](auto d, auto h) {
+  if (dim > kFusedOutMax || hidden > kFusedOutMax) {
+    DevLayer l{};
+    l.dim = dim;
+    l.hidden = hidden;
+    return wide_out(l, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0, nullptr, true);
+  }
+  return with_dims<kFusedOutMax>(dim, hidden, [](auto d, auto h) {
     constexpr int D = decltype(d)::value, H = decltype(h)::value;
     return prepare_on_current_device<proj_out_wgmma_kernel<D, H>>(OutCfg<D, H>::SMEM);
   });

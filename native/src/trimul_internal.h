@@ -68,10 +68,15 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C, int64_t group) {
 inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B, N, C, C); }
 
 // The pair width D (x, out) and the hidden width H (a, b, z) of the kernels: multiples of 32 in
-// [32, kMaxWidth] each. The limit: stage 3 keeps a token's H values of z and D values of LN_in(x)
-// in registers (H / 4 + D / 4 per thread, 128 at 256 / 256 beside 64 accumulators), and stage
-// 1 holds a 128-token x tile of D whole in shared memory beside its weight ring.
-constexpr int kMaxWidth = 256;
+// [32, kMaxWidth] each. The limit: the wide stage 3 keeps the tile's LN_out(z) in shared memory
+// (128 KiB at H = 512, beside a weight ring of a chunk plus one k-block). Stages 1 and 3 keep a
+// token's D values of LN_in(x) in registers (D / 4 per thread): above D = 256 that no longer fits
+// ptxas's 168 registers beside the accumulators, and the kernels spill (correct, slower:
+// native/NOTES-gpu.md).
+constexpr int kMaxWidth = 512;
+// Stage 3 at widths up to this (both D and H) is the fused kernel (x tile in shared memory for
+// the residual and the output's TMA stores); a wider pair runs the wide kernel.
+constexpr int kFusedOutMax = 256;
 
 struct DevLayer {
   int dim;     // D
@@ -181,7 +186,8 @@ cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void
                                  const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas);
 cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B,
                             int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
-// Stage 3 (stage3_proj_out.cu): LN_out + output projection + gate + residual. The tile form
+// Stage 3 (stage3_proj_out.cu; pairs with D or H above kFusedOutMax on the wide kernels of
+// stage3_wide.cuh): LN_out + output projection + gate + residual. The tile form
 // reads z as (B, H) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D);
 // launch_proj_out is one GPU's: the workspace's z for (B, N, N).
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,

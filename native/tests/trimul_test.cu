@@ -475,9 +475,14 @@ static bool expect_error(const char* what, int rc, int want, const char* must_co
 static void error_tests() {
   size_t bytes = 0;
   expect_error("H = 48", foldcp_trimul_workspace_size(1, 100, 48, &bytes), FOLDCP_ERR_INVALID_ARGUMENT, "H = 48");
-  expect_error("D = 288", foldcp_trimul_check_dims(288, 128), FOLDCP_ERR_INVALID_ARGUMENT, "D = 288");
+  expect_error("D = 544", foldcp_trimul_check_dims(544, 128), FOLDCP_ERR_INVALID_ARGUMENT, "D = 544");
   expect_error("H = 80", foldcp_trimul_check_dims(128, 80), FOLDCP_ERR_INVALID_ARGUMENT, "H = 80");
-  expect_error("H = 512", foldcp_trimul_check_dims(128, 512), FOLDCP_ERR_INVALID_ARGUMENT, "multiple of 32 in [32, 256]");
+  expect_error("H = 544", foldcp_trimul_check_dims(128, 544), FOLDCP_ERR_INVALID_ARGUMENT, "multiple of 32 in [32, 512]");
+  {
+    const int rc = foldcp_trimul_check_dims(512, 512);
+    printf("%s widths 512 / 512 are taken: %s\n", rc == FOLDCP_OK ? "PASS" : "FAIL", foldcp_status_name(rc));
+    if (rc != FOLDCP_OK) ++g_failures;
+  }
   {
     const bool ok = foldcp_trimul_check_dims(256, 32) == FOLDCP_OK && foldcp_trimul_check_dims(32, 256) == FOLDCP_OK &&
                     foldcp_trimul_check_dims(96, 0) == FOLDCP_OK;
@@ -591,13 +596,14 @@ static void nonfinite_test() {
   if (!ok) ++g_failures;
 }
 
-// In place (out == x) must equal out of place, bit for bit; a 2-layer stack runs in place.
-static void inplace_test() {
-  const int64_t B = 1, N = 200;
-  const int D = 128;
+// In place (out == x) must equal out of place, bit for bit: the fused stage 3 (128 / 128) and the
+// wide one (384 / 256, 64 / 512: the residual read from global memory right before its output is
+// written over it).
+static void inplace_case(int D, int H) {
+  const int64_t B = 1, N = D > 256 || H > 256 ? 130 : 200;
   Rng rng(99);
   HostWeights hw;
-  hw.make(D, true, rng);
+  hw.make(D, true, rng, H);
   const size_t nel = (size_t)B * N * N * D;
   std::vector<uint16_t> hx(nel);
   for (auto& v : hx) v = f2bf((float)rng.normal());
@@ -611,7 +617,7 @@ static void inplace_test() {
       return;
     }
     size_t bytes = 0;
-    foldcp_trimul_workspace_size(B, N, D, &bytes);
+    foldcp_trimul_workspace_size(B, N, H, &bytes);
     void *dx, *dout, *dws;
     CUDA_OK(cudaMalloc(&dx, nel * 2));
     CUDA_OK(cudaMalloc(&dout, nel * 2));
@@ -629,8 +635,14 @@ static void inplace_test() {
     cudaFree(dws);
     foldcp_trimul_destroy(layer);
   }
-  printf("%s in-place forward equals out-of-place (both directions, residual)\n", ok ? "PASS" : "FAIL");
+  printf("%s in-place forward equals out-of-place at D = %d, H = %d (both directions, residual)\n", ok ? "PASS" : "FAIL",
+         D, H);
   if (!ok) ++g_failures;
+}
+static void inplace_test() {
+  inplace_case(128, 128);
+  inplace_case(384, 256);
+  inplace_case(64, 512);
 }
 
 // Channel groups: a forward in groups of 32, 96, ... channels (uneven last groups included) must
@@ -643,7 +655,8 @@ static void group_test(bool quick) {
     std::vector<int64_t> groups;
     int H = 0;  // 0 = D
   };
-  std::vector<GCase> cases = {{2, 130, 128, 0, {32, 96}}, {1, 257, 256, 1, {64, 96, 224}}, {1, 130, 96, 1, {32, 64}, 160}};
+  std::vector<GCase> cases = {{2, 130, 128, 0, {32, 96}}, {1, 257, 256, 1, {64, 96, 224}}, {1, 130, 96, 1, {32, 64}, 160},
+                              {1, 130, 128, 1, {96, 416}, 512}};  // the wide stage 3 (H > 256)
   if (!quick) cases.push_back({1, 1000, 128, 1, {32}});
   Rng rng(4242);
   bool ok = true;
@@ -771,7 +784,23 @@ int main(int argc, char** argv) {
     cases.push_back({1, 1000, 256, 0, true, 1, true, 4, 128});
     cases.push_back({1, 100, 160, 1, true, 0, true, 0, 32});  // D % 64 == 32 above H
     cases.push_back({2, 130, 224, 0, false, 1, true, 0, 96});
-    cases.push_back({1, 100, 256, 1, true, 1, true, 0, 96});  // the one pair whose stage 3 spills (ptxas)
+    cases.push_back({1, 100, 256, 1, true, 1, true, 0, 96});  // the one fused stage 3 pair that spills (ptxas)
+  }
+  // Widths above 256 (the wide stage 3, stage 1 at D > 256): the pairs of cuEquivariance
+  // (384/256, 384/384, 512/512), H alone wide (LN_out staged in shared memory, 288 with a partial
+  // part), D alone wide, D % 64 == 32 on both sides, and N = 1000 sampled (many tiles per CTA).
+  cases.push_back({1, 40, 384, 0, true, 1, true, 0, 256});
+  cases.push_back({1, 40, 64, 1, true, 1, true, 0, 512});
+  if (!quick) {
+    cases.push_back({1, 130, 384, 1, true, 0, true, 0, 256});
+    cases.push_back({1, 130, 384, 0, true, 1, true, 0, 384});
+    cases.push_back({1, 100, 512, 0, true, 1, true, 0, 512});
+    cases.push_back({1, 257, 512, 1, false, 1, false, 0, 512});
+    cases.push_back({2, 100, 288, 1, true, 1, true, 0, 320});
+    cases.push_back({1, 100, 128, 0, true, 1, true, 0, 512});
+    cases.push_back({1, 130, 256, 1, true, 1, true, 0, 288});
+    cases.push_back({1, 100, 480, 1, true, 0, true, 0, 32});
+    cases.push_back({1, 1000, 384, 0, true, 1, true, 4, 256});
   }
   int n = 0;
   for (const Case& c : cases) {

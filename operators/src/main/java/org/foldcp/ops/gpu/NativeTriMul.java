@@ -116,7 +116,7 @@ public final class NativeTriMul {
   public static native void nonFiniteScan(long x, long count, long result, long stream);
 
   /** The rule of the GPU kernels for a layer's widths, D and H alike. */
-  public static final String WIDTH_RULE = "a multiple of 32 in [32, 256]";
+  public static final String WIDTH_RULE = "a multiple of 32 in [32, 512]";
 
   /**
    * Whether the GPU kernels take a layer of pair width {@code d} and hidden width {@code h}: both
@@ -128,7 +128,7 @@ public final class NativeTriMul {
   }
 
   private static boolean kernelWidth(int c) {
-    return c >= 32 && c <= 256 && c % 32 == 0;
+    return c >= 32 && c <= 512 && c % 32 == 0;
   }
 
   /**

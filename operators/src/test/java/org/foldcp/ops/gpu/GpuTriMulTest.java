@@ -136,12 +136,14 @@ class GpuTriMulTest {
   }
 
   /**
-   * Layers of a hidden width H of their own (OpenFold's c_hidden), narrower and wider than D: a
+   * Layers of a hidden width H of their own (OpenFold's c_hidden), narrower and wider than D, up to
+   * 512 (the pairs above 256 run the wide stage 3, and stage 1 at D above 256): a
    * resident stack of both directions with a mask equals the layers run one by one, and is within
    * the accuracy contract of the CPU backend and of float64.
    */
   @ParameterizedTest(name = "D={0} H={1} N={2} B={3}")
-  @CsvSource({"128, 64, 100, 1", "64, 128, 130, 2", "256, 128, 64, 1", "32, 256, 72, 1"})
+  @CsvSource({"128, 64, 100, 1", "64, 128, 130, 2", "256, 128, 64, 1", "32, 256, 72, 1", "384, 256, 72, 1",
+      "512, 512, 40, 1", "128, 512, 64, 2", "288, 96, 50, 1"})
   void aStackOfItsOwnHiddenWidthMatchesTheCpuAndFloat64(int d, int h, int n, int b) {
     PairTensor x = GpuTests.input(b, n, d, 17L * d + h + n, true);
     LayerStack stack = new LayerStack(List.of(
@@ -288,21 +290,21 @@ class GpuTriMulTest {
     PairTensor x30 = PairTensor.random(1, 16, 30, 1, 0);
     TriMulLayer l30 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(30, 2, false));
     InvalidInputException e = assertThrows(InvalidInputException.class, () -> gpu.forward(x30, l30));
-    assertTrue(e.getMessage().startsWith("D of the layer = 30: must be a multiple of 32 in [32, 256] on the GPU"),
+    assertTrue(e.getMessage().startsWith("D of the layer = 30: must be a multiple of 32 in [32, 512] on the GPU"),
         e.getMessage());
-    PairTensor x288 = PairTensor.random(1, 8, 288, 1, 0);
-    TriMulLayer l288 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(288, 2, false));
-    assertThrows(InvalidInputException.class, () -> gpu.forward(x288, l288));
+    PairTensor x544 = PairTensor.random(1, 8, 544, 1, 0);
+    TriMulLayer l544 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(544, 2, false));
+    assertThrows(InvalidInputException.class, () -> gpu.forward(x544, l544));
     PairTensor x = PairTensor.random(1, 8, 32, 1, 0);
     TriMulLayer l64 = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(64, 2, false));
     InvalidInputException dm = assertThrows(InvalidInputException.class, () -> gpu.forward(x, l64));
     assertTrue(dm.getMessage().contains("D of the pair tensor = 32"), dm.getMessage());
     // a hidden width the kernels do not take (aStackOfItsOwnHiddenWidthMatchesTheCpuAndFloat64 runs
     // those they take): the value, the rule and where such a layer runs
-    for (int h : new int[] {48, 288}) {
+    for (int h : new int[] {48, 544}) {
       TriMulLayer bad = new TriMulLayer(TriMulSpec.of(Direction.OUTGOING), LayerWeights.random(32, h, 2, false));
       InvalidInputException hd = assertThrows(InvalidInputException.class, () -> gpu.forward(x, bad));
-      assertTrue(hd.getMessage().startsWith("H of the layer = " + h + ": must be a multiple of 32 in [32, 256] (D = 32)")
+      assertTrue(hd.getMessage().startsWith("H of the layer = " + h + ": must be a multiple of 32 in [32, 512] (D = 32)")
           && hd.getMessage().contains("CPU"), hd.getMessage());
     }
     assertEquals(before.uploads(), gpu.stats().uploads(), "nothing was uploaded");

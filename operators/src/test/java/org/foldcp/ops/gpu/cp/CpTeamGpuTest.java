@@ -112,8 +112,11 @@ class CpTeamGpuTest {
         .withHidden(128));
     cases.add(new CpCase("h128stack", "1x2", Direction.OUTGOING, 100, 256, 1, true, true, 2, StoreRoute.PUT, 16, -1, 1)
         .withHidden(128));
+    // D = 384, H = 256 (cuEquivariance's pair): stage 1 above D = 256 and the wide stage 3 on the ranks
+    cases.add(new CpCase("w384", "2x1", Direction.INCOMING, 130, 384, 1, true, true, 1, StoreRoute.AUTO, 18, -1, 1)
+        .withHidden(256));
     List<String[]> unfused = addUnfused(cases, List.of("g2x1-o1000-peer", "g1x2-i2050-peer", "g2x1-i100-put",
-        "stack3", "h128stack"));
+        "stack3", "h128stack", "w384"));
     writeNonFiniteTiles(dir, nan);
     Map<String, String> errors = runTeam(dir, 2, cases, Set.of(), List.of());
 
@@ -179,7 +182,10 @@ class CpTeamGpuTest {
         .withHidden(128));
     cases.add(new CpCase("h128in", "4x1", Direction.INCOMING, 100, 256, 1, true, false, 1, StoreRoute.PEER, 16, -1, 1)
         .withHidden(128));
-    runGrids(dir, 4, cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer", "stack3", "h128"),
+    // D = 384, H = 256: 64 channels per rank, the wide stage 3 on 65 x 65 tiles
+    cases.add(new CpCase("w384", "2x2", Direction.OUTGOING, 130, 384, 1, true, true, 1, StoreRoute.AUTO, 19, -1, 1)
+        .withHidden(256));
+    runGrids(dir, 4, cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer", "stack3", "h128", "w384"),
         "cp4GridsDirectionsSizesAndRoutes");
   }
 

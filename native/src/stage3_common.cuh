@@ -1,0 +1,247 @@
+// What the two stage 3 kernels share (stage3_proj_out.cu, the fused one for D, H <= 256;
+// stage3_wide.cuh for wider pairs): LN_out of a tile's z into the shared-memory A_z tile,
+// and the producer's L2 prefetches of a tile's z rows and x.
+#pragma once
+#include <climits>
+#include <cstdint>
+
+#include "common.cuh"
+#include "pipeline.cuh"
+#include "trimul_internal.h"
+#include "wgmma_common.cuh"
+
+namespace foldcp {
+
+// The sums of a token pair's two rows over the 4 quarters of their channels (lanes l, l ^ 8,
+// l ^ 16, l ^ 24 hold the same pair).
+__device__ __forceinline__ void sum_quarters(float& s0, float& s1) {
+  s0 += __shfl_xor_sync(0xffffffffu, s0, 8);
+  s1 += __shfl_xor_sync(0xffffffffu, s1, 8);
+  s0 += __shfl_xor_sync(0xffffffffu, s0, 16);
+  s1 += __shfl_xor_sync(0xffffffffu, s1, 16);
+}
+
+// The 16-byte chunk of A_z (tile s_az) that holds channels 32 uu + 8 q .. + 7 of tile row r.
+__device__ __forceinline__ uint32_t az_chunk(uint32_t s_az, int uu, int r, int q) {
+  return swz128(s_az + (uint32_t)(uu >> 1) * proj::KB_BYTES, r, 4 * (uu & 1) + q);
+}
+__device__ __forceinline__ void st_shared_v4(uint32_t a, const uint32_t (&v)[4]) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3])
+               : "memory");
+}
+__device__ __forceinline__ void ld_shared_v4(uint32_t a, uint32_t (&v)[4]) {
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v[0]), "=r"(v[1]), "=r"(v[2]), "=r"(v[3]) : "r"(a)
+               : "memory");
+}
+
+// LN_out for H above kFusedOutMax, where a token pair's H / 4 values no longer fit in registers
+// beside the rest of the wide kernel: the raw z goes into the thread's own places of the A_z tile
+// 256 channels at a time (64 registers) while it is summed, and the variance and the normalization
+// read it back from there (each thread only its own chunks: no synchronization). The arithmetic
+// is that of ln_out_to_tile, in the same order.
+template <int H>
+__device__ __forceinline__ void ln_out_staged(const bf16_raw* zp, long long sz, bool valid0, bool valid1,
+                                              const float* lnow, const float* lnob, float eps, uint32_t s_az,
+                                              int row, int q) {
+  constexpr int UU = H / 32, PU = 8;
+  const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int p = 0; p < (UU + PU - 1) / PU; ++p) {
+    uint32_t v[PU][8];
+#pragma unroll
+    for (int ul = 0; ul < PU; ++ul)
+      if (p * PU + ul < UU) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) {
+          v[ul][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
+          zp += sz;
+        }
+        zp += 24 * sz;
+      }
+#pragma unroll
+    for (int ul = 0; ul < PU; ++ul) {
+      const int uu = p * PU + ul;
+      if (uu >= UU) continue;
+      uint32_t t0[4], t1[4];  // tokens row, row + 1: channel pairs (2e, 2e + 1)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        v[ul][e] &= keep;
+        sum0 += bf16_lo(v[ul][e]);
+        sum1 += bf16_hi(v[ul][e]);
+      }
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        t0[e] = __byte_perm(v[ul][2 * e], v[ul][2 * e + 1], 0x5410);
+        t1[e] = __byte_perm(v[ul][2 * e], v[ul][2 * e + 1], 0x7632);
+      }
+      st_shared_v4(az_chunk(s_az, uu, row, q), t0);
+      st_shared_v4(az_chunk(s_az, uu, row + 1, q), t1);
+    }
+  }
+  sum_quarters(sum0, sum1);
+  const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
+  float sq0 = 0.f, sq1 = 0.f;
+#pragma unroll
+  for (int uu = 0; uu < UU; ++uu) {
+    uint32_t t0[4], t1[4];
+    ld_shared_v4(az_chunk(s_az, uu, row, q), t0);
+    ld_shared_v4(az_chunk(s_az, uu, row + 1, q), t1);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float z0 = (e & 1) ? bf16_hi(t0[e >> 1]) : bf16_lo(t0[e >> 1]);
+      const float z1 = (e & 1) ? bf16_hi(t1[e >> 1]) : bf16_lo(t1[e >> 1]);
+      const float d0 = z0 - mean0, d1 = z1 - mean1;
+      sq0 += d0 * d0;
+      sq1 += d1 * d1;
+    }
+  }
+  sum_quarters(sq0, sq1);
+  const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
+#pragma unroll
+  for (int uu = 0; uu < UU; ++uu) {
+    const int c0 = 32 * uu + 8 * q;
+    const uint32_t a0 = az_chunk(s_az, uu, row, q), a1 = az_chunk(s_az, uu, row + 1, q);
+    uint32_t t0[4], t1[4];
+    ld_shared_v4(a0, t0);
+    ld_shared_v4(a1, t1);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 w = *reinterpret_cast<const float2*>(lnow + c0 + 2 * e);
+      const float2 bb = *reinterpret_cast<const float2*>(lnob + c0 + 2 * e);
+      t0[e] = pack_bf16x2((bf16_lo(t0[e]) - mean0) * rstd0 * w.x + bb.x, (bf16_hi(t0[e]) - mean0) * rstd0 * w.y + bb.y);
+      t1[e] = pack_bf16x2((bf16_lo(t1[e]) - mean1) * rstd1 * w.x + bb.x, (bf16_hi(t1[e]) - mean1) * rstd1 * w.y + bb.y);
+    }
+    st_shared_v4(a0, t0);
+    st_shared_v4(a1, t1);
+  }
+}
+
+// LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas must be complete).
+// Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
+// channels 32 uu + 8 q + e (e < 8) of both tokens: one 4-byte load per channel brings the pair
+// (z is bf16, channel-major), so one load instruction reads 16 consecutive tokens (one 32-byte
+// sector) of 4 channels, and all H / 4 loads are issued before any is reduced (the LN_out
+// loads were the largest stall of this kernel in ncu). H / 4 registers.
+// z: the (B, H) planes (plane stride sz, row stride ldz) of tile (b, i, j0 ..), jvalid of its 128
+// tokens valid; lnow / lnob (H floats) may be shared or global; s_az: the A_z tile (128 rows,
+// k-blocks of 64 channels, 128B swizzle). The caller fences (async proxy) and synchronizes the
+// warpgroup before wgmma reads the tile.
+template <int H>
+__device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, int b, int i, int j0, int jvalid,
+                                               long long ldz, long long sz, const float* lnow, const float* lnob,
+                                               float eps, uint32_t s_az, int cw, int warp, int lane) {
+  using namespace proj;
+  const int row = 64 * cw + 16 * warp + 2 * (lane & 7);
+  const int q = lane >> 3;
+  // The pair is read whole even when only its first token is valid (odd cols): the second
+  // is then a padding column of the same z row (ldz >= cols + 1, checked on the host) and is
+  // zeroed below, as are pairs past the tile's valid tokens.
+  const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
+  // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
+  // H / 4 addresses from the plane stride took about 8 instructions (ncu).
+  const bf16_raw* zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
+  if constexpr (H > kFusedOutMax) {
+    ln_out_staged<H>(zp, sz, valid0, valid1, lnow, lnob, eps, s_az, row, q);
+  } else {
+    uint32_t v[H / 32][8];
+  #pragma unroll
+    for (int uu = 0; uu < H / 32; ++uu) {
+  #pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
+        zp += sz;
+      }
+      zp += 24 * sz;
+    }
+    const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
+  #pragma unroll
+    for (int uu = 0; uu < H / 32; ++uu)
+  #pragma unroll
+      for (int e = 0; e < 8; ++e) v[uu][e] &= keep;
+    float sum0 = 0.f, sum1 = 0.f;
+  #pragma unroll
+    for (int uu = 0; uu < H / 32; ++uu)
+  #pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        sum0 += bf16_lo(v[uu][e]);
+        sum1 += bf16_hi(v[uu][e]);
+      }
+    sum_quarters(sum0, sum1);
+    const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
+    float sq0 = 0.f, sq1 = 0.f;
+  #pragma unroll
+    for (int uu = 0; uu < H / 32; ++uu)
+  #pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
+        sq0 += d0 * d0;
+        sq1 += d1 * d1;
+      }
+    sum_quarters(sq0, sq1);
+    const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
+  #pragma unroll
+    for (int uu = 0; uu < H / 32; ++uu) {
+      const int c0 = 32 * uu + 8 * q;
+      const float4 w0 = *reinterpret_cast<const float4*>(lnow + c0);
+      const float4 w1 = *reinterpret_cast<const float4*>(lnow + c0 + 4);
+      const float4 b0 = *reinterpret_cast<const float4*>(lnob + c0);
+      const float4 b1 = *reinterpret_cast<const float4*>(lnob + c0 + 4);
+      const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+      const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+      uint32_t pk0[4], pk1[4];
+  #pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
+                             (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
+        pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
+                             (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
+      }
+      // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte rows
+      const uint32_t kb = s_az + (uint32_t)(uu >> 1) * KB_BYTES;
+      const uint32_t dst0 = swz128(kb, row, 4 * (uu & 1) + q), dst1 = swz128(kb, row + 1, 4 * (uu & 1) + q);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst0), "r"(pk0[0]), "r"(pk0[1]), "r"(pk0[2]),
+                   "r"(pk0[3])
+                   : "memory");
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst1), "r"(pk1[0]), "r"(pk1[1]), "r"(pk1[2]),
+                   "r"(pk1[3])
+                   : "memory");
+    }
+  }
+}
+
+// The producer's L2 prefetches for tile (b, i, j0 ..) of (B, rows, cols): the tile's z rows (one
+// per channel, 128 tokens = 256 B, 16-byte aligned where z_prefetch: checked on the host; the tail
+// under 16 B is left out) for the consumers' LN_out, and the tile's x (contiguous: 128 tokens x
+// D), so that its TMA load (or the residual's loads) find L2.
+template <int D, int H>
+__device__ __forceinline__ void prefetch_out_tile(const bf16* x, const bf16_raw* z, int b, int i, int j0, int rows,
+                                                  int cols, long long ldz, long long sz, int z_prefetch) {
+  if (z_prefetch) {
+    const uint32_t bytes = (uint32_t)(min(proj::TOK, cols - j0) * 2) & ~15u;
+    if (bytes > 0) {
+      const bf16_raw* zr = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0;
+      for (int c = 0; c < H; ++c) bulk_prefetch_l2(zr + (int64_t)c * sz, bytes);
+    }
+  }
+  bulk_prefetch_l2(x + (((int64_t)b * rows + i) * cols + j0) * D, (uint32_t)(min(proj::TOK, cols - j0) * D * 2));
+}
+
+// ---- host side
+// What TMA and the int tile arithmetic need of a stage 3 launch (trimul_internal.h says why no
+// caller passes anything else).
+inline bool out_args_ok(const DevLayer& L, const void* x, const bf16_raw* z, const void* out, int64_t B, int64_t rows,
+                        int64_t cols, int64_t ldz, int64_t sz, int64_t total) {
+  return !(B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
+           (reinterpret_cast<uintptr_t>(x) & 15) != 0 || (reinterpret_cast<uintptr_t>(out) & 15) != 0 ||
+           (reinterpret_cast<uintptr_t>(L.w_out) & 15) != 0 ||
+           // LN_out reads z a token pair per 4-byte load: pairs must be aligned, and an odd row's
+           // last pair must end inside the row's padding.
+           (reinterpret_cast<uintptr_t>(z) & 3) != 0 || ldz % 2 != 0 || sz % 2 != 0 || (cols % 2 != 0 && ldz <= cols));
+}
+// 1 where the z rows can be bulk-prefetched: every row start 16-byte aligned.
+inline int z_rows_aligned(const bf16_raw* z, int64_t ldz, int64_t sz) {
+  return (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 8 == 0 && ldz % 8 == 0) ? 1 : 0;
+}
+
+}  // namespace foldcp

@@ -1,0 +1,219 @@
+// Stage 3 for the pairs the fused kernel (stage3_proj_out.cu) cannot hold: D or H above
+// kFusedOutMax (256), up to kMaxWidth (512). Same math and the same tiles (128 tokens (b, i,
+// j0 .. j0 + 127), two consumer warpgroups of 64 tokens taking turns on a shared weight ring); what
+// differs is where things live, since the tile's LN_out(z) alone is 128 KiB at H = 512:
+//   - A_z (LN_out(z), shared memory, written by ln_out_to_tile) is the only whole tile kept;
+//   - x comes through a ring of one or two k-block slots, only for LN_in(x) (into registers);
+//     the residual is read from global memory (L2: the producer prefetches each tile's x) and the
+//     outputs are stored from registers, 4 bytes per token and channel pair;
+//   - W3 ([2D][max(D, H)], the layout the fused kernel reads) comes in chunks of 64 rows = 32
+//     output channels (slots of 8 KiB), so that a chunk plus one k-block fits beside A_z at
+//     K = 512; the two views of a slot are m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x)
+//     from registers);
+//   - the LN and bias vectors are read from global memory (L1), not copied to shared memory.
+// x may alias out: a thread reads each residual right before it writes that output, the tile's
+// x k-blocks are all in registers before its first output is written, and tiles do not overlap.
+// (Registers: D / 4 for LN_in(x) beside 32 accumulators; ptxas spills some above D = 256. Speed
+// of this path is not yet measured: native/NOTES-gpu.md.)
+#pragma once
+#include <climits>
+#include <cstdint>
+
+#include "common.cuh"
+#include "pipeline.cuh"
+#include "stage3_common.cuh"
+#include "trimul_internal.h"
+#include "wgmma_common.cuh"
+
+namespace foldcp {
+namespace wide {
+
+constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 8 g_out rows)
+constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
+// x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
+// A_z, else one (H = 480 and 512).
+constexpr int wide_x_slots(int D, int H) {
+  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (2 * proj::KB_BYTES + proj::x_tile_bytes(H) + 1024)) /
+                     (kWideRows * 128) >=
+                 (wide_kw(D, H) + 63) / 64 + 2
+             ? 2
+             : 1;
+}
+template <int D, int H>
+struct WideOutCfg
+    : ProjCfg<D, wide_x_slots(D, H), proj::x_tile_bytes(H), wide_kw(D, H), proj::KB_BYTES, kWideRows> {
+  static constexpr int KW = wide_kw(D, H);
+  static constexpr int NCH = D / 32;                     // chunks of 32 output channels
+  static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
+  static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
+};
+
+template <int D, int H>
+__global__ void __launch_bounds__(proj::THREADS, 1)
+    proj_out_wide_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
+                         const bf16* x, bf16* out, const bf16_raw* __restrict__ z, const float* __restrict__ lniw,
+                         const float* __restrict__ lnib, const float* __restrict__ lnow,
+                         const float* __restrict__ lnob, const float* __restrict__ pout_b,
+                         const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
+                         int residual, int z_prefetch, int tiles_k, int total) {
+  using namespace proj;
+  using C = WideOutCfg<D, H>;
+  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sm;
+  const uint32_t base = aligned_smem(smem_raw, &sm);
+  const uint32_t s_x = base;                          // NXBUF x k-block slots
+  const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
+  const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
+  const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);
+
+  const int wg = threadIdx.x >> 7;
+  const int tid_wg = threadIdx.x & 127;
+  const int n_local = tiles_of_this_cta(total);
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producers
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0 && n_local > 0) {
+      produce_weights<C::WKB, C::STAGES, kWideRows>(&tmW, s_w, rb, n_local, 0, C::NCH);
+    } else if (tid_wg == 32 && n_local > 0) {
+      tma_prefetch_map(&tmX);
+      RingPos<C::NXBUF> xring;
+      for (int v = 0; v < n_local; ++v) {
+        const TokenTile tt = token_tile(v, tiles_k, rows);
+        const int j0 = tt.kt * TOK;
+        prefetch_out_tile<D, H>(x, z, tt.b, tt.i, j0, rows, cols, ldz, sz, z_prefetch);
+        load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, j0, tt.i, tt.b);
+      }
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // tokens 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+
+  uint32_t ax[C::KS][4];
+  ChunkRing<C::STAGES> ring;
+  RingPos<C::NXBUF> xring;
+
+  for (int u = 0; u < n_local; ++u) {
+    const TokenTile tt = token_tile(u, tiles_k, rows);
+    const int i = tt.i, b = tt.b;
+    const int j0 = tt.kt * TOK;
+    const int jvalid = min(TOK, cols - j0);
+
+    // LN_out(z) -> this warpgroup's rows of A_z (its previous tile's wgmmas are complete: the last
+    // release_chunk waited for all of them), then LN_in(x) -> registers.
+    ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, opaque_ptr(lnow), opaque_ptr(lnob), eps, s_az, cw, warp, lane);
+    fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
+    ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, opaque_ptr(lniw), opaque_ptr(lnib), eps);
+    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
+
+    // This thread's outputs: tokens t0 (h = 0) and t0 + 8 (h = 1) of the tile, channels
+    // 32 j + 8 jj + 2 t4 + {0, 1} of chunk j.
+    const int t0 = 64 * cw + 16 * warp + g;
+    const bool tv[2] = {t0 < jvalid, t0 + 8 < jvalid};
+    const int64_t tok0 = (((int64_t)b * rows + i) * cols + j0 + t0) * D;  // element offset of token t0
+    float accp[16] = {}, accg[16] = {};  // (each chunk's first wgmma overwrites them)
+    for (int j = 0; j < C::NCH; ++j) {
+      // The residuals of this chunk's outputs, loaded before the turn wait (L2, prefetched).
+      uint32_t xres[4][2];
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          xres[jj][h] = 0u;
+          if (residual && tv[h])
+            xres[jj][h] = *reinterpret_cast<const uint32_t*>(x + tok0 + 8 * h * D + 32 * j + 8 * jj + 2 * t4);
+        }
+      const int ws0 = issue_chunk<C::WKB, C::STAGES, kWideRows * 128>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+        const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, 6
+        const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, 7
+        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * (64 * 128), 16u, 1024u);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
+          const uint64_t step = (uint64_t)((ks * 32) >> 4);
+          const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+          if (4 * kb + ks < C::KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
+          if (4 * kb + ks < C::KS) wgmma_m64n32k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+        }
+      });
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
+      fence_regs(accp);
+      fence_regs(accg);
+
+      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int c = 32 * j + 8 * jj + 2 * t4;
+        const float2 bp = __ldg(reinterpret_cast<const float2*>(pout_b + c));
+        const float2 bg = __ldg(reinterpret_cast<const float2*>(gout_b + c));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float v0 = gate_half(accg[4 * jj + 2 * h], 0.5f * bg.x, accp[4 * jj + 2 * h], 0.5f * bp.x);
+          float v1 = gate_half(accg[4 * jj + 2 * h + 1], 0.5f * bg.y, accp[4 * jj + 2 * h + 1], 0.5f * bp.y);
+          if (residual) {  // (not adding 0 keeps a -0 result, as the fused kernel does)
+            v0 += bf16_lo(xres[jj][h]);
+            v1 += bf16_hi(xres[jj][h]);
+          }
+          if (tv[h]) *reinterpret_cast<uint32_t*>(out + tok0 + 8 * h * D + c) = pack_bf16x2(v0, v1);
+        }
+      }
+    }
+  }
+  turn_finish(cw, ring.issued);
+}
+
+template <int D, int H>
+cudaError_t launch_wide_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                          int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  using C = WideOutCfg<D, H>;
+  const int64_t tiles_k = (cols + proj::TOK - 1) / proj::TOK;
+  const int64_t total = B * rows * tiles_k;
+  if (!out_args_ok(L, x, z, out, B, rows, cols, ldz, sz, total)) return cudaErrorInvalidValue;
+  // x: (B, rows, cols, D) bf16 in boxes of 64 channels x 128 tokens; W3: [2D][KW] in boxes of
+  // 64 k x 64 rows (columns past the K of a view are zero in W3; past KW, zero-filled).
+  CUtensorMap mx, mw;
+  cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, proj::TOK);
+  if (e != cudaSuccess) return e;
+  e = encode_weights(&mw, L.w_out, C::KW, 2 * D, kWideRows);
+  if (e != cudaSuccess) return e;
+  return launch_persistent<proj_out_wide_kernel<D, H>>(
+      C::SMEM, total, s, mx, mw, static_cast<const bf16*>(x), static_cast<bf16*>(out), z, L.ln_in_w, L.ln_in_b,
+      L.ln_out_w, L.ln_out_b, L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps,
+      L.residual, z_rows_aligned(z, ldz, sz), (int)tiles_k, (int)total);
+}
+
+// Launches (prepare = false) or prepares (raises the shared-memory limit of) the kernel of
+// (L.dim, L.hidden), for D in (LO, HI] and a wide pair; anything else gets cudaErrorInvalidValue.
+// One translation unit per range of D instantiates it (stage3_wide_d*.cu: 192 kernels compile in
+// parallel); launch_proj_out_tile and prepare_proj_out (stage3_proj_out.cu) pick the range.
+template <int LO, int HI>
+cudaError_t out_range(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                      int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s, bool prepare) {
+  return with_dim<HI, LO + 32>(L.dim, [&](auto d) {
+    return with_dim(L.hidden, [&](auto h) -> cudaError_t {
+      constexpr int D = decltype(d)::value, H = decltype(h)::value;
+      if constexpr (D > kFusedOutMax || H > kFusedOutMax) {
+        if (prepare) return prepare_on_current_device<proj_out_wide_kernel<D, H>>(WideOutCfg<D, H>::SMEM);
+        return launch_wide_t<D, H>(L, x, z, out, B, rows, cols, ldz, sz, s);
+      } else {
+        return cudaErrorInvalidValue;
+      }
+    });
+  });
+}
+// The ranges of D, one translation unit each.
+#define FOLDCP_WIDE_RANGES(X) X(0, 128) X(128, 256) X(256, 384) X(384, 512)
+#define FOLDCP_WIDE_EXTERN(lo, hi)                                                                                  \
+  extern template cudaError_t out_range<lo, hi>(const DevLayer&, const void*, const bf16_raw*, void*, int64_t, \
+                                                int64_t, int64_t, int64_t, int64_t, cudaStream_t, bool);
+FOLDCP_WIDE_RANGES(FOLDCP_WIDE_EXTERN)
+#undef FOLDCP_WIDE_EXTERN
+
+}  // namespace wide
+}  // namespace foldcp
