@@ -92,13 +92,15 @@ int foldcp_trimul_check_dims(int64_t D, int64_t H);
 int foldcp_trimul_workspace_size(int64_t B, int64_t N, int64_t C, size_t* bytes);
 
 /* Channel groups (foldcp_forward_options.group), for pair tensors whose intermediates do not fit
- * at once: stages 1 and 2 run once per group of `group` channels (a multiple of 32 in [32, C];
- * the last group may be smaller), so the workspace holds a and b for one group plus z for all
- * C channels (stage 3's LayerNorm needs them all). group = C is the ungrouped forward. The result
- * is the same as ungrouped, bit for bit (each channel is computed by the same arithmetic). */
+ * at once: stages 1 and 2 run once per group of `group` channels (a multiple of 8 in [8, C]; the
+ * last group may be smaller), so the workspace holds a and b for one group plus z for all C
+ * channels (stage 3's LayerNorm needs them all). group = C is the ungrouped forward. The result
+ * is the same as ungrouped, bit for bit (each channel is computed by the same arithmetic). Stage 1
+ * computes 32 channels at a time: a group that is not a multiple of 32 costs stage 1 up to 4x
+ * (group 8), which the chooser below takes only where no multiple of 32 fits. */
 int foldcp_trimul_workspace_size_group(int64_t B, int64_t N, int64_t C, int64_t group, size_t* bytes);
-/* The largest group whose workspace fits in bytes_available; FOLDCP_ERR_OUT_OF_MEMORY, with the
- * bytes needed for a group of 32, when none does. */
+/* The largest group whose workspace fits in bytes_available, among C, C - 32, ..., 32, then 16
+ * and 8; FOLDCP_ERR_OUT_OF_MEMORY, with the bytes needed for a group of 8, when none does. */
 int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t C, size_t bytes_available, int64_t* group);
 
 /* Creates a layer on the current CUDA device: checks the weights (shapes by D and H, finiteness),
@@ -121,8 +123,8 @@ int foldcp_trimul_layer_info(const foldcp_trimul_layer* layer, int64_t* dim, int
  * not know are zero. */
 typedef struct foldcp_forward_options {
   size_t struct_size; /* sizeof(foldcp_forward_options), as FOLDCP_FORWARD_OPTIONS_INIT sets it */
-  /* Channel group: stages 1 and 2 run once per group of `group` channels (a multiple of 32 in
-   * [32, H]; the last group may be smaller), for pair tensors whose intermediates do not fit at
+  /* Channel group: stages 1 and 2 run once per group of `group` channels (a multiple of 8 in
+   * [8, H]; the last group may be smaller), for pair tensors whose intermediates do not fit at
    * once; the workspace must then hold foldcp_trimul_workspace_size_group(B, N, H, group) bytes.
    * The result equals the ungrouped forward's bit for bit. 0 (the default) = H, ungrouped. */
   int64_t group;

@@ -39,7 +39,9 @@ struct InCfg : ProjCfg<D, in_x_slots(D), proj::CONSUMERS * 64 * 128 + (2 * D + 4
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
 };
 
-template <int D>
+// PARTIAL: the launch's channel group is not made of whole chunks (its own instantiation: the
+// stores' plane checks cost the whole-chunk kernel 116 B of spills at D = 256 when both were one).
+template <int D, bool PARTIAL>
 __global__ void __launch_bounds__(proj::THREADS, 1)
     proj_in_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
                          const uint8_t* __restrict__ mask, const float* __restrict__ lnw, const float* __restrict__ lnb,
@@ -73,9 +75,14 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const int tid_wg = threadIdx.x & 127;
   const int n_local = tiles_of_this_cta(total);
   const int xr = (int)geo.x_rows, xc = (int)geo.x_cols;
-  // W1 chunks (32 channels each) of this launch: all, or the channel group of geo.chan0 / chans.
+  // W1 chunks (32 channels each) of this launch: all, or those holding the channel group
+  // geo.chan0 .. + chans (multiples of 8). A group smaller than a chunk, or not aligned to one
+  // (sub: its first channel's place in chunk jb), computes whole chunks and stores only its own
+  // channels: the room of a one-GPU forward at the largest N, where a and b of 32 channels no
+  // longer fit beside x and z.
   const int jb = geo.chans > 0 ? geo.chan0 / 32 : 0;
-  const int je = geo.chans > 0 ? jb + geo.chans / 32 : H / 32;
+  const int je = geo.chans > 0 ? (geo.chan0 + geo.chans + 31) / 32 : H / 32;
+  const int nch = geo.chans > 0 ? geo.chans : H, sub = geo.chans > 0 ? geo.chan0 % 32 : 0;
 
   if (wg == 0) {
     // ------------------------------------------------------------ producers
@@ -112,7 +119,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   }();
 
   // Every channel of this launch goes to rank 0 (see the stores).
-  const bool one_owner = tgt.dloc >= (je - jb) * 32;
+  const bool one_owner = tgt.dloc >= nch;
   const int64_t plane16 = 16 * tgt.plane[0], plane32 = 32 * tgt.plane[0];
 
   float acc[64];
@@ -152,12 +159,16 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // replace the per-row owner arithmetic (186 instructions per chunk and warp in ncu).
     int own_rank[4], own_chan[4];
     bf16_raw *pa = nullptr, *pb = nullptr;
-    if (one_owner) {
+    // PARTIAL: plane 0 of batch b at this thread's 8 tokens (each store adds its plane)
+    int64_t off0 = 0;
+    if constexpr (PARTIAL)
+      off0 = (int64_t)b * tgt.dloc * tgt.plane[0] + (tgt.row0[0] + i) * tgt.ld[0] + tgt.col0[0] + k0 + my_ch * 8;
+    if (one_owner && !PARTIAL) {
       const int64_t off = ((int64_t)b * tgt.dloc + (tid_wg >> 3)) * tgt.plane[0] + (tgt.row0[0] + i) * tgt.ld[0] +
                           tgt.col0[0] + k0 + my_ch * 8;
       pa = tgt.a[0] + off;
       pb = tgt.b[0] + off;
-    } else {
+    } else if (!one_owner) {
 #pragma unroll
       for (int it = 0; it < 4; ++it) {
         const int c = ((tid_wg + 128 * it) >> 3) & 31;
@@ -225,11 +236,20 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           const int row = (tid_wg >> 3) + 16 * it, cc = tid_wg & 7;
           if (my_store) {
             const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
-            *reinterpret_cast<uint4*>((it < 2 ? pa : pb) + ((it & 1) ? plane16 : 0)) = v;
+            if constexpr (!PARTIAL) {
+              *reinterpret_cast<uint4*>((it < 2 ? pa : pb) + ((it & 1) ? plane16 : 0)) = v;
+            } else {
+              // the plane of this row's channel in the group; channels outside it are not stored
+              const int p = 32 * (j - jb) + (tid_wg >> 3) + 16 * (it & 1) - sub;
+              if (p >= 0 && p < nch)
+                *reinterpret_cast<uint4*>((it < 2 ? tgt.a[0] : tgt.b[0]) + off0 + (int64_t)p * tgt.plane[0]) = v;
+            }
           }
         }
-        pa += plane32;
-        pb += plane32;
+        if constexpr (!PARTIAL) {
+          pa += plane32;
+          pb += plane32;
+        }
         continue;
       }
 #pragma unroll
@@ -270,7 +290,7 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   const int H = L.hidden;
   const bool group = g.chans != 0 && g.chans != H;
   if (H < 32 || H > kMaxWidth || H % 32 != 0 ||
-      (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 32 != 0 || g.chans % 32 != 0 || g.chan0 + g.chans > H)))
+      (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 8 != 0 || g.chans % 8 != 0 || g.chan0 + g.chans > H)))
     return cudaErrorInvalidValue;
   // What TMA and the int tile arithmetic need (trimul_internal.h says why no caller passes
   // anything else).
@@ -284,8 +304,13 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   if (e != cudaSuccess) return e;
   e = encode_weights(&mw, L.w_in, D, 4 * H);  // W1: [4H][D]
   if (e != cudaSuccess) return e;
-  return launch_persistent<proj_in_wgmma_kernel<D>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b,
-                                                    L.g_in_b, g, t, L.eps, H, (int)g.out_rows, (int)tiles_k, (int)total);
+  if (group && (g.chan0 % 32 != 0 || g.chans % 32 != 0))
+    return launch_persistent<proj_in_wgmma_kernel<D, true>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
+                                                            L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
+                                                            (int)tiles_k, (int)total);
+  return launch_persistent<proj_in_wgmma_kernel<D, false>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
+                                                           L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
+                                                           (int)tiles_k, (int)total);
 }
 
 }  // namespace
@@ -315,7 +340,9 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
 
 cudaError_t prepare_proj_in(int dim) {
   return with_dim(dim, [](auto d) {
-    return prepare_on_current_device<proj_in_wgmma_kernel<decltype(d)::value>>(InCfg<decltype(d)::value>::SMEM);
+    constexpr int D = decltype(d)::value;
+    const cudaError_t e = prepare_on_current_device<proj_in_wgmma_kernel<D, false>>(InCfg<D>::SMEM);
+    return e != cudaSuccess ? e : prepare_on_current_device<proj_in_wgmma_kernel<D, true>>(InCfg<D>::SMEM);
   });
 }
 

@@ -96,9 +96,9 @@ using foldcp::api::fail;
 namespace {
 
 int check_group(int64_t H, int64_t group) {
-  if (group < 32 || group > H || group % 32 != 0)
+  if (group < 8 || group > H || group % 8 != 0)
     return fail(FOLDCP_ERR_INVALID_ARGUMENT,
-                "channel group = %lld is not supported: it must be a multiple of 32 in [32, H = %lld] (H: the hidden "
+                "channel group = %lld is not supported: it must be a multiple of 8 in [8, H = %lld] (H: the hidden "
                 "width, the channels of the triangle product)",
                 (long long)group, (long long)H);
   return FOLDCP_OK;
@@ -199,7 +199,10 @@ int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t C, size_t bytes_av
   g_err.clear();
   if (group == nullptr) return fail(FOLDCP_ERR_INVALID_ARGUMENT, "group is NULL: pass where to store the group");
   if (int st = check_planes(B, N, C)) return st;
-  for (int64_t g = C; g >= 32; g -= 32) {
+  // Whole chunks of 32 channels first (stage 1 computes 32 at a time); 16 and 8 only where no
+  // multiple of 32 fits: they waste the rest of their chunk (stage 1 costs 2x and 4x), which at
+  // the largest N (a few per cent of the layer) is the price of fitting at all.
+  for (int64_t g = C; g >= 8; g = g > 32 ? g - 32 : g / 2) {
     if (foldcp::ws_layout(B, N, C, g).total <= bytes_available) {
       *group = g;
       return FOLDCP_OK;
@@ -207,8 +210,8 @@ int foldcp_trimul_channel_group(int64_t B, int64_t N, int64_t C, size_t bytes_av
   }
   return fail(FOLDCP_ERR_OUT_OF_MEMORY,
               "(B, N, H) = (%lld, %lld, %lld) needs a workspace of at least %zu bytes (z for all H channels plus a and "
-              "b for a group of 32), but %zu bytes are available",
-              (long long)B, (long long)N, (long long)C, foldcp::ws_layout(B, N, C, 32).total, bytes_available);
+              "b for a group of 8), but %zu bytes are available",
+              (long long)B, (long long)N, (long long)C, foldcp::ws_layout(B, N, C, 8).total, bytes_available);
 }
 
 int foldcp_trimul_debug_workspace(int64_t B, int64_t N, int64_t C, void* workspace, void** a_ws, void** b_ws,

@@ -123,8 +123,9 @@ struct AbTarget {
 // < store_cols; a token is valid (else a = b = 0) when it lies inside x, its global position
 // (g_row0 + i, g_col0 + k) lies inside the N x N grid (n_valid), and its mask is nonzero.
 // Channels: chans = 0 computes all H; otherwise channels chan0 .. chan0 + chans - 1 (both
-// multiples of 32: a channel group, see foldcp_forward_options.group), stored as if they were the
-// first chans channels (AbTarget channel c - chan0).
+// multiples of 8: a channel group, see foldcp_forward_options.group; one destination), stored as
+// if they were the first chans channels (AbTarget channel c - chan0). The kernel computes whole
+// chunks of 32 channels: a group that is not made of whole chunks wastes the rest of its chunks.
 struct ProjInGeom {
   int64_t x_rows, x_cols;
   int64_t out_rows, out_cols, store_cols;

@@ -71,7 +71,7 @@ public final class NativeTriMul {
   /**
    * The largest channel group of a layer of hidden width H whose workspace fits in
    * {@code bytesAvailable}: H when the whole workspace fits; throws {@link GpuException}
-   * (FOLDCP_ERR_OUT_OF_MEMORY, naming the bytes a group of 32 needs) when none does (no device
+   * (FOLDCP_ERR_OUT_OF_MEMORY, naming the bytes a group of 8 needs) when none does (no device
    * needed).
    */
   public static native long channelGroup(long batch, long n, long hidden, long bytesAvailable);

@@ -55,8 +55,8 @@ final class ResidentBuffers implements AutoCloseable {
       } catch (GpuException e) {
         throw new GpuException(shape + " does not fit on device "
             + device.ordinal() + " (" + device.name() + "): pair tensor " + mib(xBytes) + ", mask " + mib(maskBytes)
-            + ", and a workspace of at least " + mib(NativeTriMul.workspaceSizeGroup(b, n, h, 32))
-            + " (channel groups of 32), with " + mib(budget) + " available (" + mib(mem.free()) + " free of "
+            + ", and a workspace of at least " + mib(NativeTriMul.workspaceSizeGroup(b, n, h, 8))
+            + " (channel groups of 8), with " + mib(budget) + " available (" + mib(mem.free()) + " free of "
             + mib(mem.total()) + (memoryBudget > 0 ? ", budget " + mib(memoryBudget) : "") + ")");
       }
       long full = wsBytes;

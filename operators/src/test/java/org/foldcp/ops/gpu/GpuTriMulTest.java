@@ -227,7 +227,7 @@ class GpuTriMulTest {
   /**
    * A device-memory budget too small for the whole workspace: stages 1-2 run in channel groups
    * (of the hidden width H: the workspace holds a, b and z of H channels), and the output equals
-   * the ungrouped one bit for bit; a budget too small even for groups of 32 fails before any
+   * the ungrouped one bit for bit; a budget too small even for groups of 8 fails before any
    * upload, naming the sizes.
    */
   @ParameterizedTest(name = "D={0} H={1}")
@@ -252,9 +252,17 @@ class GpuTriMulTest {
       assertEquals(1, small.stats().profiledLayerRuns());
       assertTrue(asked.sameAs(whole), "the grouped forward with stage times gives the same bits");
     }
+    // below a group of 32 the chooser takes 16, then 8 (stage 1 computes whole chunks of 32 and
+    // stores the group's channels): the same bits again
+    long tight = tensors + NativeTriMul.workspaceSizeGroup(1, n, h, 8) + 4096;
+    try (GpuTriMul eight = new GpuTriMul(0, 2, tight)) {
+      PairTensor g8 = eight.forward(x, layer);
+      assertEquals(8, eight.channelGroup(), "no group of 16 fits the budget");
+      assertTrue(g8.sameAs(whole), "channel groups of 8 give the ungrouped result, bit for bit");
+    }
     try (GpuTriMul tiny = new GpuTriMul(0, 2, tensors + 1024)) {
       GpuException e = assertThrows(GpuException.class, () -> tiny.forward(x, layer));
-      assertTrue(e.getMessage().contains("does not fit on device") && e.getMessage().contains("channel groups of 32"),
+      assertTrue(e.getMessage().contains("does not fit on device") && e.getMessage().contains("channel groups of 8"),
           e.getMessage());
       assertEquals(0, tiny.stats().uploads(), "refused before any upload");
     }
