@@ -10,7 +10,9 @@
 //     output channels (slots of 8 KiB), so that a chunk plus one k-block fits beside A_z at
 //     K = 512; the two views of a slot are m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x)
 //     from registers);
-//   - the LN and bias vectors are read from global memory (L1), not copied to shared memory.
+//   - the LN vectors are copied to shared memory (read from global memory, the compiler issued
+//     their loads all at once and held them: hundreds of bytes of spills); the biases are read
+//     from global memory (L1) in the epilogue.
 // x may alias out: a thread reads each residual right before it writes that output, the tile's
 // x k-blocks are all in registers before its first output is written, and tiles do not overlap.
 // (Registers: D / 4 for LN_in(x) beside 32 accumulators; ptxas spills some above D = 256. Speed
@@ -30,10 +32,12 @@ namespace wide {
 
 constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 8 g_out rows)
 constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
+// Besides the x ring and the weight ring: A_z, then LN_in w, b (D each) and LN_out w, b (H each).
+constexpr int wide_extra(int D, int H) { return proj::x_tile_bytes(H) + (2 * D + 2 * H) * 4; }
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
-// A_z, else one (H = 480 and 512).
+// the rest, else one (H = 480 and 512).
 constexpr int wide_x_slots(int D, int H) {
-  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (2 * proj::KB_BYTES + proj::x_tile_bytes(H) + 1024)) /
+  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (2 * proj::KB_BYTES + wide_extra(D, H) + 1024)) /
                      (kWideRows * 128) >=
                  (wide_kw(D, H) + 63) / 64 + 2
              ? 2
@@ -41,7 +45,7 @@ constexpr int wide_x_slots(int D, int H) {
 }
 template <int D, int H>
 struct WideOutCfg
-    : ProjCfg<D, wide_x_slots(D, H), proj::x_tile_bytes(H), wide_kw(D, H), proj::KB_BYTES, kWideRows> {
+    : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, kWideRows> {
   static constexpr int KW = wide_kw(D, H);
   static constexpr int NCH = D / 32;                     // chunks of 32 output channels
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
@@ -65,8 +69,20 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t s_x = base;                          // NXBUF x k-block slots
   const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
   const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
+  float* const p_lniw = reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * C::W_SLOT);
+  float* const p_lnib = p_lniw + D;
+  float* const p_lnow = p_lnib + D;
+  float* const p_lnob = p_lnow + H;
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
-  init_ring_bars<C::NXBUF, C::STAGES>(rb);
+  for (int c = threadIdx.x; c < D; c += THREADS) {
+    p_lniw[c] = lniw[c];
+    p_lnib[c] = lnib[c];
+  }
+  for (int c = threadIdx.x; c < H; c += THREADS) {
+    p_lnow[c] = lnow[c];
+    p_lnob[c] = lnob[c];
+  }
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);  // (its __syncthreads also publishes the vectors)
 
   const int wg = threadIdx.x >> 7;
   const int tid_wg = threadIdx.x & 127;
@@ -108,9 +124,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 
     // LN_out(z) -> this warpgroup's rows of A_z (its previous tile's wgmmas are complete: the last
     // release_chunk waited for all of them), then LN_in(x) -> registers.
-    ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, opaque_ptr(lnow), opaque_ptr(lnob), eps, s_az, cw, warp, lane);
+    ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
     fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
-    ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, opaque_ptr(lniw), opaque_ptr(lnib), eps);
+    ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
     bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
 
     // This thread's outputs: tokens t0 (h = 0) and t0 + 8 (h = 1) of the tile, channels

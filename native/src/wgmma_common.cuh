@@ -107,16 +107,6 @@ struct RingPos {
   }
 };
 
-// p, hidden from the optimizer: values derived from it are recomputed where they are used
-// instead of being hoisted out of a loop and kept live across it (the wide stage 3 read its LN
-// vectors through restrict pointers, and the compiler kept all of them in registers across the
-// tile loop: H / 2 + D / 2 floats per thread, over a kilobyte of spills at 512).
-template <typename T>
-__device__ __forceinline__ const T* opaque_ptr(const T* p) {
-  asm volatile("mov.b64 %0, %0;\n" : "+l"(p));
-  return p;
-}
-
 // ---------------------------------------------------------------- TMA
 // 3D tiled load of the box at (c0 innermost, c1, c2) into 1024-aligned shared memory, completing
 // its bytes on `bar`. Out-of-range elements (rows >= Np of a partial last N tile) are zero-filled
