@@ -304,10 +304,12 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   if (e != cudaSuccess) return e;
   e = encode_weights(&mw, L.w_in, D, 4 * H);  // W1: [4H][D]
   if (e != cudaSuccess) return e;
-  if (group && (g.chan0 % 32 != 0 || g.chans % 32 != 0))
+  if (group && (g.chan0 % 32 != 0 || g.chans % 32 != 0)) {
+    if (t.dloc < g.chans) return cudaErrorInvalidValue;  // a partial group has one destination (one GPU)
     return launch_persistent<proj_in_wgmma_kernel<D, true>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
                                                             L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
                                                             (int)tiles_k, (int)total);
+  }
   return launch_persistent<proj_in_wgmma_kernel<D, false>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
                                                            L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
                                                            (int)tiles_k, (int)total);
