@@ -35,7 +35,8 @@ constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
 // Besides the x ring and the weight ring: A_z, then LN_in w, b (D each) and LN_out w, b (H each).
 constexpr int wide_extra(int D, int H) { return proj::x_tile_bytes(H) + (2 * D + 2 * H) * 4; }
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
-// the rest, else one (H = 480 and 512).
+// the rest, else one (H = 480 and 512, and D = 480 or 512 with H = 416 or 448). At H = 480 and
+// 512 the weight ring has its minimum, a chunk plus one k-block (9 slots).
 constexpr int wide_x_slots(int D, int H) {
   return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (2 * proj::KB_BYTES + wide_extra(D, H) + 1024)) /
                      (kWideRows * 128) >=

@@ -64,7 +64,7 @@ public final class NativeTriMul {
 
   /**
    * Device workspace bytes of a forward in channel groups of {@code group} channels (a multiple
-   * of 32 in [32, H]): a and b for one group, z for all H channels (no device needed).
+   * of 8 in [8, H]): a and b for one group, z for all H channels (no device needed).
    */
   public static native long workspaceSizeGroup(long batch, long n, long hidden, long group);
 

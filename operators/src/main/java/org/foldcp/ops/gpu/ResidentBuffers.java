@@ -37,7 +37,7 @@ final class ResidentBuffers implements AutoCloseable {
    * Allocates the buffers of (b, n, d) for layers of hidden width h within {@code memoryBudget}
    * bytes (0: whatever is free), in channel groups where the whole workspace does not fit.
    *
-   * @throws GpuException when even groups of 32 channels do not fit, naming every size
+   * @throws GpuException when even groups of 8 channels do not fit, naming every size
    */
   static ResidentBuffers allocate(GpuDevice device, int b, int n, int d, int h, boolean masked, long memoryBudget) {
     long xBytes = (long) b * n * n * d * 2;
