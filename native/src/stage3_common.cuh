@@ -21,7 +21,8 @@ __device__ __forceinline__ void sum_quarters(float& s0, float& s1) {
   s1 += __shfl_xor_sync(0xffffffffu, s1, 16);
 }
 
-// The 16-byte chunk of A_z (tile s_az) that holds channels 32 uu + 8 q .. + 7 of tile row r.
+// The 16-byte chunk of A_z (tile s_az) that holds channels 32 uu + 8 q .. + 7 of tile row r:
+// k-block uu / 2, chunk 4 (uu % 2) + q of the 128-byte row.
 __device__ __forceinline__ uint32_t az_chunk(uint32_t s_az, int uu, int r, int q) {
   return swz128(s_az + (uint32_t)(uu >> 1) * proj::KB_BYTES, r, 4 * (uu & 1) + q);
 }
@@ -145,9 +146,9 @@ __device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, i
     ln_out_staged<H>(zp, sz, valid0, valid1, lnow, lnob, eps, s_az, row, q);
   } else {
     uint32_t v[H / 32][8];
-  #pragma unroll
+#pragma unroll
     for (int uu = 0; uu < H / 32; ++uu) {
-  #pragma unroll
+#pragma unroll
       for (int e = 0; e < 8; ++e) {
         v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
         zp += sz;
@@ -155,14 +156,14 @@ __device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, i
       zp += 24 * sz;
     }
     const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
-  #pragma unroll
+#pragma unroll
     for (int uu = 0; uu < H / 32; ++uu)
-  #pragma unroll
+#pragma unroll
       for (int e = 0; e < 8; ++e) v[uu][e] &= keep;
     float sum0 = 0.f, sum1 = 0.f;
-  #pragma unroll
+#pragma unroll
     for (int uu = 0; uu < H / 32; ++uu)
-  #pragma unroll
+#pragma unroll
       for (int e = 0; e < 8; ++e) {
         sum0 += bf16_lo(v[uu][e]);
         sum1 += bf16_hi(v[uu][e]);
@@ -170,9 +171,9 @@ __device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, i
     sum_quarters(sum0, sum1);
     const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
     float sq0 = 0.f, sq1 = 0.f;
-  #pragma unroll
+#pragma unroll
     for (int uu = 0; uu < H / 32; ++uu)
-  #pragma unroll
+#pragma unroll
       for (int e = 0; e < 8; ++e) {
         const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
         sq0 += d0 * d0;
@@ -180,7 +181,7 @@ __device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, i
       }
     sum_quarters(sq0, sq1);
     const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
-  #pragma unroll
+#pragma unroll
     for (int uu = 0; uu < H / 32; ++uu) {
       const int c0 = 32 * uu + 8 * q;
       const float4 w0 = *reinterpret_cast<const float4*>(lnow + c0);
@@ -190,22 +191,16 @@ __device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, i
       const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
       const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
       uint32_t pk0[4], pk1[4];
-  #pragma unroll
+#pragma unroll
       for (int e = 0; e < 4; ++e) {
         pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
                              (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
         pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
                              (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
       }
-      // channels c0 .. c0 + 7 = k-block uu / 2, 16-byte chunk 4 (uu % 2) + q of the 128-byte rows
-      const uint32_t kb = s_az + (uint32_t)(uu >> 1) * KB_BYTES;
-      const uint32_t dst0 = swz128(kb, row, 4 * (uu & 1) + q), dst1 = swz128(kb, row + 1, 4 * (uu & 1) + q);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst0), "r"(pk0[0]), "r"(pk0[1]), "r"(pk0[2]),
-                   "r"(pk0[3])
-                   : "memory");
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(dst1), "r"(pk1[0]), "r"(pk1[1]), "r"(pk1[2]),
-                   "r"(pk1[3])
-                   : "memory");
+      // channels c0 .. c0 + 7 of both tokens
+      st_shared_v4(az_chunk(s_az, uu, row, q), pk0);
+      st_shared_v4(az_chunk(s_az, uu, row + 1, q), pk1);
     }
   }
 }

@@ -250,13 +250,15 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
       (int)tiles_k, (int)total);
 }
 
-// The wide kernels (stage3_wide.cuh) by range of D: launched, or prepared (prepare = true).
+// The wide kernels (stage3_wide.cuh) by range of D (the ranges of FOLDCP_WIDE_RANGES, one
+// translation unit each): launched, or prepared (prepare = true).
 cudaError_t wide_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
                      int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s, bool prepare) {
-  if (L.dim <= 128) return wide::out_range<0, 128>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
-  if (L.dim <= 256) return wide::out_range<128, 256>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
-  if (L.dim <= 384) return wide::out_range<256, 384>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
-  return wide::out_range<384, 512>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
+#define FOLDCP_WIDE_CALL(lo, hi) \
+  if (L.dim <= hi) return wide::out_range<lo, hi>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
+  FOLDCP_WIDE_RANGES(FOLDCP_WIDE_CALL)
+#undef FOLDCP_WIDE_CALL
+  return cudaErrorInvalidValue;
 }
 
 }  // namespace
