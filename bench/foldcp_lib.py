@@ -91,6 +91,21 @@ class Ours:
                                                   torch.cuda.current_stream().cuda_stream), "forward (channel group)")
         return out
 
+    def stage_ms(self, h, x, mask_u8, out, ws):
+        """One profiled forward (events around each stage, include/foldcp_trimul.h): the stage times
+        in ms, or None for a library from before the options struct."""
+        if self.legacy:
+            return None
+        B, N = x.shape[0], x.shape[1]
+        ms = (ctypes.c_float * 3)(-1.0, -1.0, -1.0)
+        opts = ForwardOptions(0)
+        opts.stage_ms = ctypes.cast(ms, ctypes.POINTER(ctypes.c_float))
+        self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
+                                                  ws.data_ptr(), ws.numel(), ctypes.byref(opts),
+                                                  torch.cuda.current_stream().cuda_stream), "forward (profiled)")
+        torch.cuda.synchronize()
+        return list(ms)
+
     def forward(self, h, x, mask_u8, out, ws):
         B, N = x.shape[0], x.shape[1]
         opts = [] if self.legacy else [None]

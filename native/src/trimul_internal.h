@@ -71,7 +71,8 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B,
 // [32, kMaxWidth] each. The limit: the wide stage 3 keeps the tile's LN_out(z) in shared memory
 // (128 KiB at H = 512, beside a weight ring of a chunk plus one k-block). Stages 1 and 3 keep a
 // token's D values of LN_in(x) in registers (D / 4 per thread): above D = 256 that no longer fits
-// ptxas's 168 registers beside the accumulators, and the kernels spill (correct, slower:
+// the 232 registers the consumers get after setmaxnreg (ptxas allocates for that budget, not for
+// the launch bound's 168) beside the accumulators, and the kernels spill (correct, slower:
 // native/NOTES-gpu.md).
 constexpr int kMaxWidth = 512;
 // Stage 3 at widths up to this (both D and H) is the fused kernel (x tile in shared memory for
