@@ -216,9 +216,16 @@ class CpTeamGpuTest {
       throws Exception {
     List<String[]> unfused = addUnfused(cases, unfusedOf);
     Map<String, String> errors = runTeam(dir, size, cases, Set.of(), List.of());
+    // every case is checked before the test fails: one device run then tells all that is wrong
+    List<String> failed = new ArrayList<>();
     for (CpCase c : cases) {
-      checkCase(dir, c, size, errors);
+      try {
+        checkCase(dir, c, size, errors);
+      } catch (AssertionError e) {
+        failed.add(e.getMessage());
+      }
     }
+    assertTrue(failed.isEmpty(), failed.size() + " of " + cases.size() + " cases failed:\n" + String.join("\n", failed));
     assertUnfusedEqualsFused(dir, size, unfused);
     System.out.println("PASS " + test + ": " + cases.size() + " cases; unfused == fused bit for bit in "
         + unfused.size() + " cases");
@@ -361,8 +368,14 @@ class CpTeamGpuTest {
     PairTensor cp = Sharding.unshard(tiles, layout, false);
     PairTensor one = reference(c);
     double err = Tensors.relativeError(cp, one);
+    // where CP and cp = 1 differ (every route on one GPU has given cp = 1's bits so far): the
+    // tiles and blocks name the stage to suspect
+    String where = err == 0 ? "" : TileDiff.where(cp, one, layout);
+    if (!where.isEmpty()) {
+      System.out.printf("differs %-18s cp=%d rel.err vs cp=1 GPU %.3e:%s%n", c.name(), size, err, where);
+    }
     assertTrue(!Double.isNaN(err) && err <= 1e-2, c.name() + ": CP vs our cp = 1 GPU result: ||cp - one|| / ||one|| = "
-        + err + " must be <= 1e-2 (NaN never passes)");
+        + err + " must be <= 1e-2 (NaN never passes)" + where);
     if (c.hidden() != c.dim()) {
       // each rank runs its H / cp channels with the arithmetic of cp = 1, and the reshards move
       // values without computing on them: the bits of cp = 1 (the assembled tiles carry no mask)
