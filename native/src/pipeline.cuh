@@ -223,51 +223,60 @@ __device__ __forceinline__ void load_frags(uint32_t (&af)[D / 16][4], uint32_t x
     ldsm_x4(af[s], swz128(xtile + (uint32_t)(s >> 2) * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)));
   }
 }
+// The LayerNorm's pieces on one A fragment (channels 16 s .. 16 s + 15 of rows g and g + 8 of the
+// warp's 16: a[0], a[2] row g, a[1], a[3] row g + 8): its row sums, its squared deviations from
+// the row means, and the normalisation in place (c = 16 s + 2 (lane % 4): the fragment's first
+// channel of this lane). The four lanes of a row (lane % 4) hold a row's fragments between them:
+// quad_sum adds their partial sums.
+__device__ __forceinline__ void frag_sums(const uint32_t (&a)[4], float& s0, float& s1) {
+  s0 += (bf16_lo(a[0]) + bf16_hi(a[0])) + (bf16_lo(a[2]) + bf16_hi(a[2]));
+  s1 += (bf16_lo(a[1]) + bf16_hi(a[1])) + (bf16_lo(a[3]) + bf16_hi(a[3]));
+}
+__device__ __forceinline__ void frag_sq_devs(const uint32_t (&a)[4], float m0, float m1, float& q0, float& q1) {
+  float d;
+  d = bf16_lo(a[0]) - m0; q0 += d * d;
+  d = bf16_hi(a[0]) - m0; q0 += d * d;
+  d = bf16_lo(a[2]) - m0; q0 += d * d;
+  d = bf16_hi(a[2]) - m0; q0 += d * d;
+  d = bf16_lo(a[1]) - m1; q1 += d * d;
+  d = bf16_hi(a[1]) - m1; q1 += d * d;
+  d = bf16_lo(a[3]) - m1; q1 += d * d;
+  d = bf16_hi(a[3]) - m1; q1 += d * d;
+}
+__device__ __forceinline__ void frag_normalize(uint32_t (&a)[4], int c, float m0, float r0, float m1, float r1,
+                                               const float* gw, const float* gb) {
+  const float2 w0 = *reinterpret_cast<const float2*>(gw + c), b0 = *reinterpret_cast<const float2*>(gb + c);
+  const float2 w1 = *reinterpret_cast<const float2*>(gw + c + 8), b1 = *reinterpret_cast<const float2*>(gb + c + 8);
+  const uint32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
+  a[0] = pack_bf16x2((bf16_lo(a0) - m0) * r0 * w0.x + b0.x, (bf16_hi(a0) - m0) * r0 * w0.y + b0.y);
+  a[1] = pack_bf16x2((bf16_lo(a1) - m1) * r1 * w0.x + b0.x, (bf16_hi(a1) - m1) * r1 * w0.y + b0.y);
+  a[2] = pack_bf16x2((bf16_lo(a2) - m0) * r0 * w1.x + b1.x, (bf16_hi(a2) - m0) * r0 * w1.y + b1.y);
+  a[3] = pack_bf16x2((bf16_lo(a3) - m1) * r1 * w1.x + b1.x, (bf16_hi(a3) - m1) * r1 * w1.y + b1.y);
+}
+__device__ __forceinline__ void quad_sum(float& v0, float& v1) {
+  v0 += __shfl_xor_sync(0xffffffffu, v0, 1);
+  v1 += __shfl_xor_sync(0xffffffffu, v1, 1);
+  v0 += __shfl_xor_sync(0xffffffffu, v0, 2);
+  v1 += __shfl_xor_sync(0xffffffffu, v1, 2);
+}
+
 template <int D>
 __device__ __forceinline__ void normalize_frags(uint32_t (&af)[D / 16][4], int lane, const float* gw, const float* gb,
                                                 float eps) {
   constexpr int KS = D / 16;
   float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
 #pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    s0 += (bf16_lo(af[s][0]) + bf16_hi(af[s][0])) + (bf16_lo(af[s][2]) + bf16_hi(af[s][2]));
-    s1 += (bf16_lo(af[s][1]) + bf16_hi(af[s][1])) + (bf16_lo(af[s][3]) + bf16_hi(af[s][3]));
-  }
-  s0 += __shfl_xor_sync(0xffffffffu, s0, 1);
-  s1 += __shfl_xor_sync(0xffffffffu, s1, 1);
-  s0 += __shfl_xor_sync(0xffffffffu, s0, 2);
-  s1 += __shfl_xor_sync(0xffffffffu, s1, 2);
+  for (int s = 0; s < KS; ++s) frag_sums(af[s], s0, s1);
+  quad_sum(s0, s1);
   const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
   float q0 = 0.f, q1 = 0.f;
 #pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    float d;
-    d = bf16_lo(af[s][0]) - m0; q0 += d * d;
-    d = bf16_hi(af[s][0]) - m0; q0 += d * d;
-    d = bf16_lo(af[s][2]) - m0; q0 += d * d;
-    d = bf16_hi(af[s][2]) - m0; q0 += d * d;
-    d = bf16_lo(af[s][1]) - m1; q1 += d * d;
-    d = bf16_hi(af[s][1]) - m1; q1 += d * d;
-    d = bf16_lo(af[s][3]) - m1; q1 += d * d;
-    d = bf16_hi(af[s][3]) - m1; q1 += d * d;
-  }
-  q0 += __shfl_xor_sync(0xffffffffu, q0, 1);
-  q1 += __shfl_xor_sync(0xffffffffu, q1, 1);
-  q0 += __shfl_xor_sync(0xffffffffu, q0, 2);
-  q1 += __shfl_xor_sync(0xffffffffu, q1, 2);
+  for (int s = 0; s < KS; ++s) frag_sq_devs(af[s], m0, m1, q0, q1);
+  quad_sum(q0, q1);
   const float r0 = rsqrtf(q0 * (1.0f / D) + eps), r1 = rsqrtf(q1 * (1.0f / D) + eps);
   const int t2 = 2 * (lane & 3);
 #pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    const int c = 16 * s + t2;
-    const float2 w0 = *reinterpret_cast<const float2*>(gw + c), b0 = *reinterpret_cast<const float2*>(gb + c);
-    const float2 w1 = *reinterpret_cast<const float2*>(gw + c + 8), b1 = *reinterpret_cast<const float2*>(gb + c + 8);
-    const uint32_t a0 = af[s][0], a1 = af[s][1], a2 = af[s][2], a3 = af[s][3];
-    af[s][0] = pack_bf16x2((bf16_lo(a0) - m0) * r0 * w0.x + b0.x, (bf16_hi(a0) - m0) * r0 * w0.y + b0.y);
-    af[s][1] = pack_bf16x2((bf16_lo(a1) - m1) * r1 * w0.x + b0.x, (bf16_hi(a1) - m1) * r1 * w0.y + b0.y);
-    af[s][2] = pack_bf16x2((bf16_lo(a2) - m0) * r0 * w1.x + b1.x, (bf16_hi(a2) - m0) * r0 * w1.y + b1.y);
-    af[s][3] = pack_bf16x2((bf16_lo(a3) - m1) * r1 * w1.x + b1.x, (bf16_hi(a3) - m1) * r1 * w1.y + b1.y);
-  }
+  for (int s = 0; s < KS; ++s) frag_normalize(af[s], 16 * s + t2, m0, r0, m1, r1, gw, gb);
 }
 
 // LN_in of this warp's 16 tokens of the u-th tile (rows 64 cw + 16 warp .. of its x tile in
@@ -303,6 +312,79 @@ __device__ __forceinline__ void ln_in_frags_ring(uint32_t (&af)[D / 16][4], Ring
     xr.next();
   }
   normalize_frags<D>(af, lane, lnw, lnb, eps);
+}
+
+// As ln_in_frags_ring, keeping only channels 0 .. KR - 1 in registers (af): channels KR .. D - 1
+// of this warp's 16 rows go to the warpgroup's rows of `s_tail` (k-blocks of 64 channels x 128
+// rows, 128B swizzle: the layout TMA gives x and wgmma reads through a descriptor), written by
+// stmatrix at the addresses ldmatrix reads them from. The tail passes through a few registers at a
+// time: raw into s_tail with the row sums, read back for the squared deviations, and once more
+// to be normalised in place; the arithmetic and its order are normalize_frags's over all D
+// channels. The caller fences (async proxy) and syncs the warpgroup before its wgmmas read the
+// tail. Above D = 256 the whole LN_in(x) in registers beside the accumulators outgrows the
+// consumers' 232 registers (ptxas spills, and serializes the wgmmas from D = 320); this keeps the
+// chunk loop's registers those of D = 256.
+template <int D, int KR, int XSLOTS>
+__device__ __forceinline__ void ln_in_frags_ring_split(uint32_t (&af)[KR / 16][4], RingPos<XSLOTS>& xr,
+                                                       const RingBars& bars, uint32_t s_x, uint32_t s_tail, int cw,
+                                                       int warp, int lane, const float* lnw, const float* lnb,
+                                                       float eps) {
+  static_assert(KR % 64 == 0 && KR < D, "the register part is whole k-blocks, the tail the rest");
+  constexpr int KSR = KR / 16, KS = D / 16;
+  const int r = 64 * cw + 16 * warp + (lane & 15);
+  // fragment s of the tail (s >= KSR): where ldmatrix reads it from an x slot, relative to the tail
+  auto tail_at = [&](int s) {
+    return swz128(s_tail + (uint32_t)((s - KSR) >> 2) * proj::KB_BYTES, r, 2 * ((s - KSR) & 3) + (lane >> 4));
+  };
+  float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
+#pragma unroll
+  for (int kb = 0; kb < (D + 63) / 64; ++kb) {
+    mbar_wait(bars.xfull(xr.slot), xr.phase);
+    const uint32_t tile = s_x + (uint32_t)xr.slot * proj::KB_BYTES;
+#pragma unroll
+    for (int s4 = 0; s4 < 4; ++s4) {
+      const int s = 4 * kb + s4;  // compile-time after unrolling
+      if (s < KSR) {
+        ldsm_x4(af[s], swz128(tile, r, 2 * s4 + (lane >> 4)));
+        frag_sums(af[s], s0, s1);
+      } else if (s < KS) {
+        uint32_t t[4];
+        ldsm_x4(t, swz128(tile, r, 2 * s4 + (lane >> 4)));
+        frag_sums(t, s0, s1);
+        stsm_x4(tail_at(s), t);
+      }
+    }
+    __syncwarp();  // also orders the tail's stmatrix before this warp's ldmatrix of it below
+    if (lane == 0) mbar_arrive(bars.xempty(xr.slot));
+    xr.next();
+  }
+  quad_sum(s0, s1);
+  const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
+  float q0 = 0.f, q1 = 0.f;
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    if (s < KSR) {
+      frag_sq_devs(af[s], m0, m1, q0, q1);
+    } else {
+      uint32_t t[4];
+      ldsm_x4(t, tail_at(s));
+      frag_sq_devs(t, m0, m1, q0, q1);
+    }
+  }
+  quad_sum(q0, q1);
+  const float r0 = rsqrtf(q0 * (1.0f / D) + eps), r1 = rsqrtf(q1 * (1.0f / D) + eps);
+  const int t2 = 2 * (lane & 3);
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    if (s < KSR) {
+      frag_normalize(af[s], 16 * s + t2, m0, r0, m1, r1, lnw, lnb);
+    } else {
+      uint32_t t[4];
+      ldsm_x4(t, tail_at(s));
+      frag_normalize(t, 16 * s + t2, m0, r0, m1, r1, lnw, lnb);
+      stsm_x4(tail_at(s), t);
+    }
+  }
 }
 
 // ------------------------------------------------------------------ consumers: chunks

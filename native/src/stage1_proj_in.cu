@@ -31,12 +31,26 @@ constexpr int in_x_slots(int D) {
          : proj::x_tile_bytes(D) <= 49152 ? 2 * ((D + 63) / 64)
                                           : (D + 63) / 64;
 }
-// Besides the x ring and the weight ring: per warpgroup a transposing buffer of 64 channel rows
-// (32 a, 32 b) x 64 tokens, then the LN weight and bias (D each) and float4 (bp_a, bg_a, bp_b,
-// bg_b) / 2 per hidden channel (room for kMaxWidth: 8 KiB).
+// The channels of LN_in(x) the consumers keep in registers as wgmma A fragments: all of them up
+// to D = 256; above, 256, and the rest (the tail) goes to shared memory and is read by wgmma from
+// there, so that the chunk loop's registers stay those of D = 256. (The whole of LN_in(x) beside
+// the accumulators spilled from D = 288 and had ptxas serialize the wgmmas from D = 320: 888 B of
+// spills at D = 384; with the tail, no serialization and about 200 B at each D up to 384.) Above
+// D = 384 the tail and a weight ring of a chunk plus one k-block no longer fit beside the x ring:
+// those widths keep everything in registers (and spill, serialized).
+constexpr int in_reg_width(int D) { return D > 256 && D <= 384 ? 256 : D; }
+// Bytes of the tail: k-blocks of 64 channels x 128 tokens (the last one half used at D % 64 == 32).
+constexpr int in_tail_bytes(int D) { return (D - in_reg_width(D) + 63) / 64 * proj::KB_BYTES; }
+// Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
+// buffer of 64 channel rows (32 a, 32 b) x 64 tokens, then the LN weight and bias (D each) and
+// float4 (bp_a, bg_a, bp_b, bg_b) / 2 per hidden channel (room for kMaxWidth: 8 KiB).
 template <int D>
-struct InCfg : ProjCfg<D, in_x_slots(D), proj::CONSUMERS * 64 * 128 + (2 * D + 4 * kMaxWidth) * 4, D, proj::KB_BYTES> {
+struct InCfg : ProjCfg<D, in_x_slots(D),
+                       in_tail_bytes(D) + proj::CONSUMERS * 64 * 128 + (2 * D + 4 * kMaxWidth) * 4, D,
+                       proj::KB_BYTES> {
+  static constexpr int TAIL = in_tail_bytes(D);            // LN_in(x) past in_reg_width(D)
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
+  static constexpr int KR = in_reg_width(D);               // channels in registers
 };
 
 // PARTIAL: the launch's channel group is not made of whole chunks (its own instantiation: the
@@ -56,7 +70,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t base = aligned_smem(smem_raw, &sm);
   const uint32_t s_x = base;                                  // NXBUF x k-block slots
   const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
-  const uint32_t s_o = s_w + C::STAGES * W_STAGE;             // transposing buffers
+  const uint32_t s_tail = s_w + C::STAGES * W_STAGE;          // LN_in(x) past C::KR (D > 256)
+  const uint32_t s_o = s_tail + C::TAIL;                      // transposing buffers
   bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
   float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
   float* const p_lnb = p_lnw + D;
@@ -125,7 +140,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float acc[64];
 #pragma unroll
   for (int k = 0; k < 64; ++k) acc[k] = 0.f;
-  uint32_t af[C::KS][4];
+  uint32_t af[C::KR / 16][4];
+  // Descriptor of this warpgroup's 64 rows of the tail (8 KiB into each of its k-blocks; D > 256)
+  const uint64_t da_tail = smem_desc(s_tail + (uint32_t)cw * 8192u, 16u, 1024u);
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
 
@@ -178,7 +195,13 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     }
 
     // (each x slot is released as soon as this warp's rows of it are in registers)
-    ln_in_frags_ring<D, C::NXBUF>(af, xring, rb, s_x, cw, warp, lane, p_lnw, p_lnb, eps);
+    if constexpr (C::TAIL > 0) {
+      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(af, xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
+      fence_proxy_async_smem();   // the tail's stmatrix writes, before the wgmmas read them
+      bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's tail are written
+    } else {
+      ln_in_frags_ring<D, C::NXBUF>(af, xring, rb, s_x, cw, warp, lane, p_lnw, p_lnb, eps);
+    }
     valid[0] = valid[0] && mbyte[0] != 0;
     valid[1] = valid[1] && mbyte[1] != 0;
 
@@ -187,8 +210,15 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         const uint64_t db = smem_desc(slot, 16u, 1024u);
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
-          if (4 * kb + ks < C::KS)  // compile-time after unrolling
-            wgmma_m64n128k16_rs(acc, af[4 * kb + ks], db + (uint64_t)((ks * 32) >> 4), (kb > 0 || ks > 0) ? 1 : 0);
+          const int k = 4 * kb + ks;  // compile-time after unrolling
+          if (k < C::KR / 16) {
+            wgmma_m64n128k16_rs(acc, af[k], db + (uint64_t)((ks * 32) >> 4), (kb > 0 || ks > 0) ? 1 : 0);
+          } else if (k < C::KS) {
+            // the tail's k-step t: a constant offset (>> 4) from the warpgroup's first one
+            const int t = k - C::KR / 16;
+            wgmma_m64n128k16_ss(acc, da_tail + (uint64_t)(((t >> 2) * proj::KB_BYTES + (t & 3) * 32) >> 4),
+                                db + (uint64_t)((ks * 32) >> 4), 1);
+          }
         }
       });
       // Biases of the first 8 channels, read while the MMAs run (the waits below are memory
