@@ -59,6 +59,9 @@ constexpr int MAX_STAGES = 8;
 
 // Bytes of one x tile: 128 tokens x D bf16 as ceil(D / 64) k-blocks.
 constexpr int x_tile_bytes(int D) { return (D + 63) / 64 * KB_BYTES; }
+// Bytes of LN_in(x)'s channels KR .. D - 1 kept in shared memory for a 128-token tile (the tail
+// of ln_in_frags_ring_split): k-blocks of 64 channels (the last one half used at D % 64 == 32).
+constexpr int tail_bytes(int D, int KR) { return (D - KR + 63) / 64 * KB_BYTES; }
 }  // namespace proj
 
 // Shared-memory plan of a projection kernel: NXBUF x buffers of XBUF bytes (whole x tiles, or
@@ -382,6 +385,7 @@ __device__ __forceinline__ void ln_in_frags_ring_split(uint32_t (&af)[KR / 16][4
       uint32_t t[4];
       ldsm_x4(t, tail_at(s));
       frag_normalize(t, 16 * s + t2, m0, r0, m1, r1, lnw, lnb);
+      __syncwarp();  // every lane's rows are read before any lane overwrites them
       stsm_x4(tail_at(s), t);
     }
   }

@@ -39,18 +39,17 @@ constexpr int in_x_slots(int D) {
 // D = 384 the tail and a weight ring of a chunk plus one k-block no longer fit beside the x ring:
 // those widths keep everything in registers (and spill, serialized).
 constexpr int in_reg_width(int D) { return D > 256 && D <= 384 ? 256 : D; }
-// Bytes of the tail: k-blocks of 64 channels x 128 tokens (the last one half used at D % 64 == 32).
-constexpr int in_tail_bytes(int D) { return (D - in_reg_width(D) + 63) / 64 * proj::KB_BYTES; }
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
 // buffer of 64 channel rows (32 a, 32 b) x 64 tokens, then the LN weight and bias (D each) and
 // float4 (bp_a, bg_a, bp_b, bg_b) / 2 per hidden channel (room for kMaxWidth: 8 KiB).
 template <int D>
 struct InCfg : ProjCfg<D, in_x_slots(D),
-                       in_tail_bytes(D) + proj::CONSUMERS * 64 * 128 + (2 * D + 4 * kMaxWidth) * 4, D,
-                       proj::KB_BYTES> {
-  static constexpr int TAIL = in_tail_bytes(D);            // LN_in(x) past in_reg_width(D)
+                       proj::tail_bytes(D, in_reg_width(D)) + proj::CONSUMERS * 64 * 128 +
+                           (2 * D + 4 * kMaxWidth) * 4,
+                       D, proj::KB_BYTES> {
+  static constexpr int KR = in_reg_width(D);               // channels of LN_in(x) in registers
+  static constexpr int TAIL = proj::tail_bytes(D, KR);     // the rest, in shared memory
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
-  static constexpr int KR = in_reg_width(D);               // channels in registers
 };
 
 // PARTIAL: the launch's channel group is not made of whole chunks (its own instantiation: the

@@ -15,8 +15,8 @@
 //     from global memory (L1) in the epilogue.
 // x may alias out: a thread reads each residual right before it writes that output, the tile's
 // x k-blocks are all in registers before its first output is written, and tiles do not overlap.
-// (Registers: D / 4 for LN_in(x) beside 32 accumulators; ptxas spills some above D = 256. Speed
-// of this path is not yet measured: native/NOTES-gpu.md.)
+// (Registers: D / 4 for LN_in(x) beside 32 accumulators; ptxas spills some above D = 256, less
+// where the channels past 256 go to shared memory: wide_reg_width. Speed: native/NOTES-gpu.md.)
 #pragma once
 #include <climits>
 #include <cstdint>
@@ -32,8 +32,20 @@ namespace wide {
 
 constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 8 g_out rows)
 constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
-// Besides the x ring and the weight ring: A_z, then LN_in w, b (D each) and LN_out w, b (H each).
-constexpr int wide_extra(int D, int H) { return proj::x_tile_bytes(H) + (2 * D + 2 * H) * 4; }
+// The channels of LN_in(x) kept in registers for the g_out view: all of them, except for
+// 256 < D <= 384 with H <= 384, where channels 256 .. D - 1 go to shared memory (the tail, read
+// by SS wgmmas) as in stage 1, so that the registers are those of D = 256 (ptxas at 384/256: 204
+// B of spills instead of 620). With H above 384, A_z leaves no room for the tail beside a weight
+// ring of a chunk plus one k-block; at D = 288 with H below 128 the all-register kernel spills
+// only 4-8 B (the split one 128-132).
+constexpr int wide_reg_width(int D, int H) {
+  return D > 256 && D <= 384 && H <= 384 && (D > 288 || H >= 128) ? 256 : D;
+}
+// Besides the x ring and the weight ring: A_z, the tail, then LN_in w, b (D each) and LN_out w, b
+// (H each).
+constexpr int wide_extra(int D, int H) {
+  return proj::x_tile_bytes(H) + proj::tail_bytes(D, wide_reg_width(D, H)) + (2 * D + 2 * H) * 4;
+}
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
 // the rest, else one (H = 480 and 512, and D = 480 or 512 with H = 416 or 448). At H = 480 and
 // 512 the weight ring has its minimum, a chunk plus one k-block (9 slots).
@@ -51,6 +63,8 @@ struct WideOutCfg
   static constexpr int NCH = D / 32;                     // chunks of 32 output channels
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
   static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
+  static constexpr int KR = wide_reg_width(D, H);        // channels of LN_in(x) in registers
+  static constexpr int TAIL = proj::tail_bytes(D, KR);   // the rest, in shared memory
 };
 
 template <int D, int H>
@@ -70,7 +84,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t s_x = base;                          // NXBUF x k-block slots
   const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
   const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
-  float* const p_lniw = reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * C::W_SLOT);
+  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;  // LN_in(x) past C::KR
+  float* const p_lniw = reinterpret_cast<float*>(sm + (s_tail - base) + C::TAIL);
   float* const p_lnib = p_lniw + D;
   float* const p_lnow = p_lnib + D;
   float* const p_lnob = p_lnow + H;
@@ -113,7 +128,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const int lane = tid_wg & 31, warp = tid_wg >> 5;
   const int g = lane >> 2, t4 = lane & 3;
 
-  uint32_t ax[C::KS][4];
+  uint32_t ax[C::KR / 16][4];
+  // Descriptor of this warpgroup's 64 rows of the tail (8 KiB into each of its k-blocks)
+  const uint64_t da_tail = smem_desc(s_tail + (uint32_t)cw * 8192u, 16u, 1024u);
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
 
@@ -124,11 +141,16 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     const int jvalid = min(TOK, cols - j0);
 
     // LN_out(z) -> this warpgroup's rows of A_z (its previous tile's wgmmas are complete: the last
-    // release_chunk waited for all of them), then LN_in(x) -> registers.
+    // release_chunk waited for all of them), then LN_in(x) -> registers (and the tail).
     ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
-    fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
-    ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
-    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
+    if constexpr (C::TAIL > 0) {
+      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(ax, xring, rb, s_x, s_tail, cw, warp, lane, p_lniw, p_lnib, eps);
+      fence_proxy_async_smem();  // the A_z and tail writes are read by wgmma (async proxy)
+    } else {
+      fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
+      ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
+    }
+    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z (and tail) rows are written before the wgmmas read them
 
     // This thread's outputs: tokens t0 (h = 0) and t0 + 8 (h = 1) of the tile, channels
     // 32 j + 8 jj + 2 t4 + {0, 1} of chunk j.
@@ -156,7 +178,13 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           const uint64_t step = (uint64_t)((ks * 32) >> 4);
           const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
           if (4 * kb + ks < C::KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
-          if (4 * kb + ks < C::KS) wgmma_m64n32k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+          const int k = 4 * kb + ks;
+          if (k < C::KR / 16) {
+            wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
+          } else if (k < C::KS) {  // the tail's k-step t: a constant offset (>> 4) from its first
+            const int t = k - C::KR / 16;
+            wgmma_m64n32k16_ss(accg, da_tail + (uint64_t)(((t >> 2) * KB_BYTES + (t & 3) * 32) >> 4), dg + step, 1);
+          }
         }
       });
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);

@@ -662,6 +662,7 @@ static void group_test(bool quick) {
                               {1, 130, 96, 1, {32, 64, 16}, 160}, {1, 130, 128, 1, {96, 416, 8}, 512}};
   if (!quick) {
     cases.push_back({1, 1000, 128, 1, {32}});
+    cases.push_back({1, 130, 352, 1, {96, 8}, 256});  // stage 1's split LN_in(x), partial groups too
   } else {
     // under compute-sanitizer every launch is slow, and a group of 8 at H = 512 is 64 rounds of
     // launches: the same kinds of groups (unaligned, 8, wide stage 3) on 40 tokens and fewer groups
@@ -813,6 +814,10 @@ int main(int argc, char** argv) {
     cases.push_back({1, 130, 256, 1, true, 1, true, 0, 288});
     cases.push_back({1, 100, 480, 1, true, 0, true, 0, 32});
     cases.push_back({1, 1000, 384, 0, true, 1, true, 4, 256});
+    // stage 1 and the wide stage 3 with LN_in(x) past channel 256 in shared memory: one tail
+    // k-block (320), two with the last half used (352)
+    cases.push_back({1, 130, 320, 1, true, 1, true, 0, 128});
+    cases.push_back({2, 100, 352, 0, false, 1, true, 0, 256});
   }
   int n = 0;
   for (const Case& c : cases) {
