@@ -14,7 +14,8 @@
 //     their loads all at once and held them: hundreds of bytes of spills); the biases are read
 //     from global memory (L1) in the epilogue.
 // x may alias out: a thread reads each residual right before it writes that output, the tile's
-// x k-blocks are all in registers before its first output is written, and tiles do not overlap.
+// x k-blocks are all in registers (or the tail) before its first output is written, and tiles do
+// not overlap.
 // (Registers: D / 4 for LN_in(x) beside 32 accumulators; ptxas spills some above D = 256, less
 // where the channels past 256 go to shared memory: wide_reg_width. Speed: native/NOTES-gpu.md.)
 #pragma once
@@ -47,8 +48,9 @@ constexpr int wide_extra(int D, int H) {
   return proj::x_tile_bytes(H) + proj::tail_bytes(D, wide_reg_width(D, H)) + (2 * D + 2 * H) * 4;
 }
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
-// the rest, else one (H = 480 and 512, and D = 480 or 512 with H = 416 or 448). At H = 480 and
-// 512 the weight ring has its minimum, a chunk plus one k-block (9 slots).
+// the rest, else one (H = 480 and 512, D = 480 or 512 with H = 416 or 448, and with the tail
+// 352 and 384 with H = 352 or 384). At H = 480 and 512 the weight ring has its minimum, a chunk
+// plus one k-block (9 slots).
 constexpr int wide_x_slots(int D, int H) {
   return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (2 * proj::KB_BYTES + wide_extra(D, H) + 1024)) /
                      (kWideRows * 128) >=
