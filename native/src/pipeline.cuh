@@ -295,6 +295,25 @@ __device__ __forceinline__ int ln_in_frags(uint32_t (&af)[D / 16][4], int u, con
   normalize_frags<D>(af, lane, lnw, lnb, eps);
   return buf;
 }
+// Walks this warp's rows of a tile's NKB k-blocks in the x ring: waits for each next slot (xr),
+// calls take(s, addr) for every A fragment s (< D / 16) of the k-block, addr being where ldmatrix
+// reads it, and releases the slot as soon as the warp has taken it (the __syncwarp also orders
+// what take wrote to shared memory before the warp's later reads of it).
+template <int D, int XSLOTS, typename Take>
+__device__ __forceinline__ void walk_x_ring(RingPos<XSLOTS>& xr, const RingBars& bars, uint32_t s_x, int r, int lane,
+                                            Take&& take) {
+#pragma unroll
+  for (int kb = 0; kb < (D + 63) / 64; ++kb) {
+    mbar_wait(bars.xfull(xr.slot), xr.phase);
+    const uint32_t tile = s_x + (uint32_t)xr.slot * proj::KB_BYTES;
+#pragma unroll
+    for (int s4 = 0; s4 < 4; ++s4)
+      if (4 * kb + s4 < D / 16) take(4 * kb + s4, swz128(tile, r, 2 * s4 + (lane >> 4)));
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bars.xempty(xr.slot));
+    xr.next();
+  }
+}
 // The same from the x ring: the tile's NKB k-blocks are taken from the next NKB slots (xr), each
 // slot released by this warp as soon as its rows are in registers; then the LayerNorm. lnw / lnb
 // may be global or shared.
@@ -302,18 +321,8 @@ template <int D, int XSLOTS>
 __device__ __forceinline__ void ln_in_frags_ring(uint32_t (&af)[D / 16][4], RingPos<XSLOTS>& xr, const RingBars& bars,
                                                  uint32_t s_x, int cw, int warp, int lane, const float* lnw,
                                                  const float* lnb, float eps) {
-  const int r = 64 * cw + 16 * warp + (lane & 15);
-#pragma unroll
-  for (int kb = 0; kb < (D + 63) / 64; ++kb) {
-    mbar_wait(bars.xfull(xr.slot), xr.phase);
-    const uint32_t tile = s_x + (uint32_t)xr.slot * proj::KB_BYTES;
-#pragma unroll
-    for (int s4 = 0; s4 < 4; ++s4)
-      if (4 * kb + s4 < D / 16) ldsm_x4(af[4 * kb + s4], swz128(tile, r, 2 * s4 + (lane >> 4)));
-    __syncwarp();
-    if (lane == 0) mbar_arrive(bars.xempty(xr.slot));
-    xr.next();
-  }
+  walk_x_ring<D>(xr, bars, s_x, 64 * cw + 16 * warp + (lane & 15), lane,
+                 [&](int s, uint32_t addr) { ldsm_x4(af[s], addr); });
   normalize_frags<D>(af, lane, lnw, lnb, eps);
 }
 
@@ -340,27 +349,18 @@ __device__ __forceinline__ void ln_in_frags_ring_split(uint32_t (&af)[KR / 16][4
     return swz128(s_tail + (uint32_t)((s - KSR) >> 2) * proj::KB_BYTES, r, 2 * ((s - KSR) & 3) + (lane >> 4));
   };
   float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
-#pragma unroll
-  for (int kb = 0; kb < (D + 63) / 64; ++kb) {
-    mbar_wait(bars.xfull(xr.slot), xr.phase);
-    const uint32_t tile = s_x + (uint32_t)xr.slot * proj::KB_BYTES;
-#pragma unroll
-    for (int s4 = 0; s4 < 4; ++s4) {
-      const int s = 4 * kb + s4;  // compile-time after unrolling
-      if (s < KSR) {
-        ldsm_x4(af[s], swz128(tile, r, 2 * s4 + (lane >> 4)));
-        frag_sums(af[s], s0, s1);
-      } else if (s < KS) {
-        uint32_t t[4];
-        ldsm_x4(t, swz128(tile, r, 2 * s4 + (lane >> 4)));
-        frag_sums(t, s0, s1);
-        stsm_x4(tail_at(s), t);
-      }
+  // (walk_x_ring's __syncwarp also orders the tail's stmatrix before this warp's ldmatrix of it below)
+  walk_x_ring<D>(xr, bars, s_x, r, lane, [&](int s, uint32_t addr) {
+    if (s < KSR) {
+      ldsm_x4(af[s], addr);
+      frag_sums(af[s], s0, s1);
+    } else {
+      uint32_t t[4];
+      ldsm_x4(t, addr);
+      frag_sums(t, s0, s1);
+      stsm_x4(tail_at(s), t);
     }
-    __syncwarp();  // also orders the tail's stmatrix before this warp's ldmatrix of it below
-    if (lane == 0) mbar_arrive(bars.xempty(xr.slot));
-    xr.next();
-  }
+  });
   quad_sum(s0, s1);
   const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
   float q0 = 0.f, q1 = 0.f;
@@ -389,6 +389,15 @@ __device__ __forceinline__ void ln_in_frags_ring_split(uint32_t (&af)[KR / 16][4
       stsm_x4(tail_at(s), t);
     }
   }
+}
+
+// The wgmma descriptor of warpgroup cw's 64 rows of the tail (8 KiB into each of its k-blocks),
+// and that of its k16 step t: a constant offset (>> 4) from the first.
+__device__ __forceinline__ uint64_t tail_desc(uint32_t s_tail, int cw) {
+  return smem_desc(s_tail + (uint32_t)cw * 8192u, 16u, 1024u);
+}
+__device__ __forceinline__ uint64_t tail_step(uint64_t da_tail, int t) {
+  return da_tail + (uint64_t)(((t >> 2) * proj::KB_BYTES + (t & 3) * 32) >> 4);
 }
 
 // ------------------------------------------------------------------ consumers: chunks

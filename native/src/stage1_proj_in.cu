@@ -35,7 +35,7 @@ constexpr int in_x_slots(int D) {
 // to D = 256; above, 256, and the rest (the tail) goes to shared memory and is read by wgmma from
 // there, so that the chunk loop's registers stay those of D = 256. (The whole of LN_in(x) beside
 // the accumulators spilled from D = 288 and had ptxas serialize the wgmmas from D = 320: 888 B of
-// spills at D = 384; with the tail, no serialization and about 200 B at each D up to 384.) Above
+// spills at D = 384; with the tail, no serialization and 144-216 B at each D up to 384.) Above
 // D = 384 the tail and a weight ring of a chunk plus one k-block no longer fit beside the x ring:
 // those widths keep everything in registers (and spill, serialized).
 constexpr int in_reg_width(int D) { return D > 256 && D <= 384 ? 256 : D; }
@@ -140,8 +140,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 #pragma unroll
   for (int k = 0; k < 64; ++k) acc[k] = 0.f;
   uint32_t af[C::KR / 16][4];
-  // Descriptor of this warpgroup's 64 rows of the tail (8 KiB into each of its k-blocks; D > 256)
-  const uint64_t da_tail = smem_desc(s_tail + (uint32_t)cw * 8192u, 16u, 1024u);
+  const uint64_t da_tail = tail_desc(s_tail, cw);  // (D > 256)
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
 
@@ -213,10 +212,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           if (k < C::KR / 16) {
             wgmma_m64n128k16_rs(acc, af[k], db + (uint64_t)((ks * 32) >> 4), (kb > 0 || ks > 0) ? 1 : 0);
           } else if (k < C::KS) {
-            // the tail's k-step t: a constant offset (>> 4) from the warpgroup's first one
-            const int t = k - C::KR / 16;
-            wgmma_m64n128k16_ss(acc, da_tail + (uint64_t)(((t >> 2) * proj::KB_BYTES + (t & 3) * 32) >> 4),
-                                db + (uint64_t)((ks * 32) >> 4), 1);
+            wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), db + (uint64_t)((ks * 32) >> 4), 1);
           }
         }
       });

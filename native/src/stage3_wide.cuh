@@ -35,10 +35,10 @@ constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 
 constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
 // The channels of LN_in(x) kept in registers for the g_out view: all of them, except for
 // 256 < D <= 384 with H <= 384, where channels 256 .. D - 1 go to shared memory (the tail, read
-// by SS wgmmas) as in stage 1, so that the registers are those of D = 256 (ptxas at 384/256: 204
+// by SS wgmmas) as in stage 1, so that the registers are those of D = 256 (ptxas at 384/256: 132
 // B of spills instead of 620). With H above 384, A_z leaves no room for the tail beside a weight
 // ring of a chunk plus one k-block; at D = 288 with H below 128 the all-register kernel spills
-// only 4-8 B (the split one 128-132).
+// only 4-8 B (the split one 132-144).
 constexpr int wide_reg_width(int D, int H) {
   return D > 256 && D <= 384 && H <= 384 && (D > 288 || H >= 128) ? 256 : D;
 }
@@ -131,8 +131,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const int g = lane >> 2, t4 = lane & 3;
 
   uint32_t ax[C::KR / 16][4];
-  // Descriptor of this warpgroup's 64 rows of the tail (8 KiB into each of its k-blocks)
-  const uint64_t da_tail = smem_desc(s_tail + (uint32_t)cw * 8192u, 16u, 1024u);
+  const uint64_t da_tail = tail_desc(s_tail, cw);
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
 
@@ -183,9 +182,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           const int k = 4 * kb + ks;
           if (k < C::KR / 16) {
             wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
-          } else if (k < C::KS) {  // the tail's k-step t: a constant offset (>> 4) from its first
-            const int t = k - C::KR / 16;
-            wgmma_m64n32k16_ss(accg, da_tail + (uint64_t)(((t >> 2) * KB_BYTES + (t & 3) * 32) >> 4), dg + step, 1);
+          } else if (k < C::KS) {
+            wgmma_m64n32k16_ss(accg, tail_step(da_tail, k - C::KR / 16), dg + step, 1);
           }
         }
       });
