@@ -657,17 +657,14 @@ static void group_test(bool quick) {
     int H = 0;  // 0 = D
   };
   // groups of whole chunks (multiples of 32) and smaller or unaligned ones (8, 40, 24: stage 1
-  // computes whole chunks and stores the group's channels only), and the wide stage 3 (H > 256)
-  std::vector<GCase> cases = {{2, 130, 128, 0, {32, 96, 8, 40}}, {1, 257, 256, 1, {64, 96, 224, 24}},
-                              {1, 130, 96, 1, {32, 64, 16}, 160}, {1, 130, 128, 1, {96, 416, 8}, 512}};
-  if (!quick) {
-    cases.push_back({1, 1000, 128, 1, {32}});
-    cases.push_back({1, 130, 352, 1, {96, 8}, 256});  // stage 1's split LN_in(x), partial groups too
-  } else {
-    // under compute-sanitizer every launch is slow, and a group of 8 at H = 512 is 64 rounds of
-    // launches: the same kinds of groups (unaligned, 8, wide stage 3) on 40 tokens and fewer groups
-    cases = {{1, 40, 128, 0, {40, 8}}, {1, 40, 96, 1, {64, 16}, 160}, {1, 40, 128, 1, {416}, 512}};
-  }
+  // computes whole chunks and stores the group's channels only), the wide stage 3 (H > 256) and
+  // stage 1's split LN_in(x) (352). Under compute-sanitizer (quick) every launch is slow, and a
+  // group of 8 at H = 512 is 64 rounds of launches: the same kinds of groups on 40 tokens, fewer.
+  const std::vector<GCase> cases =
+      quick ? std::vector<GCase>{{1, 40, 128, 0, {40, 8}}, {1, 40, 96, 1, {64, 16}, 160}, {1, 40, 128, 1, {416}, 512}}
+            : std::vector<GCase>{{2, 130, 128, 0, {32, 96, 8, 40}}, {1, 257, 256, 1, {64, 96, 224, 24}},
+                                 {1, 130, 96, 1, {32, 64, 16}, 160}, {1, 130, 128, 1, {96, 416, 8}, 512},
+                                 {1, 1000, 128, 1, {32}}, {1, 130, 352, 1, {96, 8}, 256}};
   Rng rng(4242);
   bool ok = true;
   for (const GCase& c : cases) {
