@@ -83,33 +83,32 @@ class Ours:
                    "workspace_size_group")
         return n.value
 
-    def forward_group(self, h, x, mask_u8, out, ws, group):
+    def _forward(self, h, x, mask_u8, out, ws, opts, what):
+        """foldcp_trimul_forward on the current stream; opts: a ForwardOptions, or None (a legacy
+        library's forward takes no options argument)."""
+        if self.legacy and opts is not None:
+            raise RuntimeError(f"{what}: this library predates the forward options")
         B, N = x.shape[0], x.shape[1]
-        opts = ForwardOptions(group)
+        extra = [] if self.legacy else [ctypes.byref(opts) if opts is not None else None]
         self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
-                                                  ws.data_ptr(), ws.numel(), ctypes.byref(opts),
-                                                  torch.cuda.current_stream().cuda_stream), "forward (channel group)")
+                                                  ws.data_ptr(), ws.numel(), *extra,
+                                                  torch.cuda.current_stream().cuda_stream), what)
         return out
+
+    def forward_group(self, h, x, mask_u8, out, ws, group):
+        return self._forward(h, x, mask_u8, out, ws, ForwardOptions(group), "forward (channel group)")
 
     def stage_ms(self, h, x, mask_u8, out, ws):
         """One profiled forward (events around each stage, include/foldcp_trimul.h): the stage times
         in ms, or None for a library from before the options struct."""
         if self.legacy:
             return None
-        B, N = x.shape[0], x.shape[1]
         ms = (ctypes.c_float * 3)(-1.0, -1.0, -1.0)
         opts = ForwardOptions(0)
         opts.stage_ms = ctypes.cast(ms, ctypes.POINTER(ctypes.c_float))
-        self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
-                                                  ws.data_ptr(), ws.numel(), ctypes.byref(opts),
-                                                  torch.cuda.current_stream().cuda_stream), "forward (profiled)")
+        self._forward(h, x, mask_u8, out, ws, opts, "forward (profiled)")
         torch.cuda.synchronize()
         return list(ms)
 
     def forward(self, h, x, mask_u8, out, ws):
-        B, N = x.shape[0], x.shape[1]
-        opts = [] if self.legacy else [None]
-        self.check(self.lib.foldcp_trimul_forward(h, x.data_ptr(), mask_u8.data_ptr(), out.data_ptr(), B, N,
-                                                  ws.data_ptr(), ws.numel(), *opts,
-                                                  torch.cuda.current_stream().cuda_stream), "forward")
-        return out
+        return self._forward(h, x, mask_u8, out, ws, None, "forward")
