@@ -13,7 +13,8 @@ import org.foldcp.ops.tensor.PairTensor;
  * One rank of a team test, as its own process (NVSHMEM: one PE per process; several may share
  * one GPU). Usage: {@code CpTeamRank DIR RANK SIZE TIMEOUT_MS HEAP_BYTES}; reads DIR/cases.txt
  * (one {@link CpCase} per line), forms the team through a {@link FileRendezvous} in DIR/rv, runs
- * every case on its tile (a case with repeats staging each next forward's tile while one computes) and writes, per case, out-CASE-RANK.bin (the output tile, bf16) or
+ * every case on its tile (a case with repeats staging each next forward's tile while one computes) and writes, per case, out-CASE-RANK.bin (the output tile, bf16), for a
+ * case of one forward also again-CASE-RANK.bin (a second forward of the same tile in the same plan), or
  * err-CASE-RANK.txt (exception class and message), mem-CASE-RANK.txt for cases with repeats
  * (free device memory before, after the forwards and after close), then done-RANK.txt, and
  * finalizes NVSHMEM. A {@link TeamException} ends the process early (the team is broken). A case
@@ -67,6 +68,14 @@ public final class CpTeamRank {
               ? c.halt().delayMs() + " ms after forward " + (k + 1) + " of " + c.repeats() + " returned"
               : "between forwards " + (k + 1) + " and " + (k + 2) + " of " + c.repeats());
         }
+      }
+      if (c.repeats() <= 1 && c.halt().rank() < 0) {
+        // a second forward of the same tile in the same plan: its output must be the first's bits
+        // (the cp = 4 peer-route differences of 2026-12-06 came and went between runs; whether a
+        // second forward repeats them tells a plan's first forward from any forward)
+        stack.load(tile);
+        stack.compute(false);
+        TileFiles.write(dir.resolve("again-" + c.name() + "-" + rank + ".bin"), stack.collect());
       }
       afterForwards = RankMain.quiescentFreeBytes(team);
       RankMain.write(dir.resolve("route-" + c.name() + "-" + rank + ".txt"), route + " " + stack.bytesToChannels() + " "
