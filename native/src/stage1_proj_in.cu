@@ -5,10 +5,10 @@
 //
 // Tile = tokens (b, i, k0 .. k0 + 127) of the ProjInGeom grid; W1 ([4H][D]) chunk j = rows
 // 128 j .. 128 j + 127 = hidden channels 32 j .. 32 j + 31 as (p_a, g_a, p_b, g_b) x 8 per group
-// of 8. The kernel is a template of D (the x tile, K); the hidden width H is a kernel argument,
-// the count of chunks.
+// of 8 (above D = 384: rows 64 j .., channels 16 j .., in_chunk_channels). The kernel is a
+// template of D (the x tile, K); the hidden width H is a kernel argument, the count of chunks.
 // Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
-// per thread, then the gates; a and b go through an 8 KiB transposing buffer per warpgroup to
+// per thread (64 rows into 32 above D = 384), then the gates; a and b go through an 8 KiB transposing buffer per warpgroup to
 // 16-byte stores of 8 tokens of one channel (the AbTarget layout).
 #include <climits>
 #include <cstdint>
@@ -35,21 +35,31 @@ constexpr int in_x_slots(int D) {
 // to D = 256; above, 256, and the rest (the tail) goes to shared memory and is read by wgmma from
 // there, so that the chunk loop's registers stay those of D = 256. (The whole of LN_in(x) beside
 // the accumulators spilled from D = 288 and had ptxas serialize the wgmmas from D = 320: 888 B of
-// spills at D = 384; with the tail, no serialization and 144-216 B at each D up to 384.) Above
-// D = 384 the tail and a weight ring of a chunk plus one k-block no longer fit beside the x ring:
-// those widths keep everything in registers (and spill, serialized).
-constexpr int in_reg_width(int D) { return D > 256 && D <= 384 ? 256 : D; }
+// spills at D = 384, 2.4 KB at 512; with the tail, no serialization up to D = 384.)
+constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
+// Hidden channels per W1 chunk: 32 (128 rows: p_a, g_a, p_b, g_b of 32 channels in 8-row groups;
+// an m64n128 accumulator of 64 registers) up to D = 384. Above, a tail of up to 256 channels
+// (64 KiB) and a weight ring of a 128-row chunk plus one k-block (9 slots of 16 KiB) do not fit
+// beside the x ring; chunks of 16 channels (64 rows, slots of 8 KiB, m64n64, 32 accumulator
+// registers) do, with a ring of a chunk plus two. The gates, the transposing buffer and the
+// stores are the same per group of 8 channels, two groups per chunk instead of four.
+constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
-// buffer of 64 channel rows (32 a, 32 b) x 64 tokens, then the LN weight and bias (D each) and
+// buffer of 64 channel rows (32 a, 32 b; rows 0..15 and 32..47 with 16-channel chunks) x 64
+// tokens, then the LN weight and bias (D each) and
 // float4 (bp_a, bg_a, bp_b, bg_b) / 2 per hidden channel (room for kMaxWidth: 8 KiB).
 template <int D>
 struct InCfg : ProjCfg<D, in_x_slots(D),
                        proj::tail_bytes(D, in_reg_width(D)) + proj::CONSUMERS * 64 * 128 +
                            (2 * D + 4 * kMaxWidth) * 4,
-                       D, proj::KB_BYTES> {
+                       D, proj::KB_BYTES, 4 * in_chunk_channels(D)> {
   static constexpr int KR = in_reg_width(D);               // channels of LN_in(x) in registers
   static constexpr int TAIL = proj::tail_bytes(D, KR);     // the rest, in shared memory
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
+  static constexpr int CH = in_chunk_channels(D);          // hidden channels per W1 chunk
+  static constexpr int WROWS = 4 * CH;                     // W1 rows per chunk
+  static constexpr int ACC = WROWS / 2;                    // accumulator registers (m64 x WROWS / 128 threads)
+  static constexpr int GROUPS = CH / 8;                    // groups of 8 channels per chunk
 };
 
 // PARTIAL: the launch's channel group is not made of whole chunks (its own instantiation: the
@@ -69,7 +79,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t base = aligned_smem(smem_raw, &sm);
   const uint32_t s_x = base;                                  // NXBUF x k-block slots
   const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
-  const uint32_t s_tail = s_w + C::STAGES * W_STAGE;          // LN_in(x) past C::KR (D > 256)
+  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256)
   const uint32_t s_o = s_tail + C::TAIL;                      // transposing buffers
   bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
   float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
@@ -89,14 +99,15 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const int tid_wg = threadIdx.x & 127;
   const int n_local = tiles_of_this_cta(total);
   const int xr = (int)geo.x_rows, xc = (int)geo.x_cols;
-  // W1 chunks (32 channels each) of this launch: all, or those holding the channel group
+  // W1 chunks (C::CH channels each) of this launch: all, or those holding the channel group
   // geo.chan0 .. + chans (multiples of 8). A group smaller than a chunk, or not aligned to one
   // (sub: its first channel's place in chunk jb), computes whole chunks and stores only its own
   // channels: the room of a one-GPU forward at the largest N, where a and b of 32 channels no
   // longer fit beside x and z.
-  const int jb = geo.chans > 0 ? geo.chan0 / 32 : 0;
-  const int je = geo.chans > 0 ? (geo.chan0 + geo.chans + 31) / 32 : H / 32;
-  const int nch = geo.chans > 0 ? geo.chans : H, sub = geo.chans > 0 ? geo.chan0 % 32 : 0;
+  constexpr int CH = C::CH;
+  const int jb = geo.chans > 0 ? geo.chan0 / CH : 0;
+  const int je = geo.chans > 0 ? (geo.chan0 + geo.chans + CH - 1) / CH : H / CH;
+  const int nch = geo.chans > 0 ? geo.chans : H, sub = geo.chans > 0 ? geo.chan0 % CH : 0;
 
   if (wg == 0) {
     // ------------------------------------------------------------ producers
@@ -104,7 +115,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // warp 0 streams the weight k-blocks, warp 1 the x tiles.
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid_wg == 0 && n_local > 0) {
-      produce_weights<C::WKB, C::STAGES>(&tmW, s_w, rb, n_local, jb, je);
+      produce_weights<C::WKB, C::STAGES, C::WROWS>(&tmW, s_w, rb, n_local, jb, je);
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
       // The box is clamped into x (a row i >= x_rows or columns >= x_cols hold only invalid
@@ -134,11 +145,11 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 
   // Every channel of this launch goes to rank 0 (see the stores).
   const bool one_owner = tgt.dloc >= nch;
-  const int64_t plane16 = 16 * tgt.plane[0], plane32 = 32 * tgt.plane[0];
+  const int64_t plane16 = 16 * tgt.plane[0], plane_ch = CH * tgt.plane[0];
 
-  float acc[64];
+  float acc[C::ACC];
 #pragma unroll
-  for (int k = 0; k < 64; ++k) acc[k] = 0.f;
+  for (int k = 0; k < C::ACC; ++k) acc[k] = 0.f;
   uint32_t af[C::KR / 16][4];
   const uint64_t da_tail = tail_desc(s_tail, cw);  // (D > 256)
   ChunkRing<C::STAGES> ring;
@@ -168,7 +179,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     const int my_ch = 8 * cw + (tid_wg & 7);
     const bool my_store = my_ch < nchunks;
     // Owner rank and local channel of the 4 channel rows this thread stores in chunk 0
-    // (row (tid_wg + 128 it) / 8, channel row % 32); the chunk loop advances them by 32 channels.
+    // (row (tid_wg + 128 it) / 8, channel row % 32); the chunk loop advances them by CH channels.
+    // (With 16-channel chunks only rows 0..15 (a) and 32..47 (b) hold channels: it = 0 and 2.)
     // With one owner (one GPU; or a CP rank that owns every channel of this launch) the rows are
     // a[0] / b[0] planes: two pointers for the chunk and one plane stride, advanced per chunk,
     // replace the per-row owner arithmetic (186 instructions per chunk and warp in ncu).
@@ -204,15 +216,22 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     valid[1] = valid[1] && mbyte[1] != 0;
 
     for (int j = jb; j < je; ++j) {
-      const int ws0 = issue_chunk<C::WKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+      const int ws0 = issue_chunk<C::WKB, C::STAGES, C::W_SLOT>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
         const uint64_t db = smem_desc(slot, 16u, 1024u);
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {
           const int k = 4 * kb + ks;  // compile-time after unrolling
+          const uint64_t dbk = db + (uint64_t)((ks * 32) >> 4);
           if (k < C::KR / 16) {
-            wgmma_m64n128k16_rs(acc, af[k], db + (uint64_t)((ks * 32) >> 4), (kb > 0 || ks > 0) ? 1 : 0);
+            if constexpr (CH == 32)
+              wgmma_m64n128k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
+            else
+              wgmma_m64n64k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
           } else if (k < C::KS) {
-            wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), db + (uint64_t)((ks * 32) >> 4), 1);
+            if constexpr (CH == 32)
+              wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
+            else
+              wgmma_m64n64k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
           }
         }
       });
@@ -220,7 +239,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // clobbers: loads written before them stay before them); each group gi reads the next
       // group's before its gates, so no gate waits on shared memory (the largest epilogue stall
       // in ncu, 2026-12-01).
-      float4 nb0 = p_bias[32 * j + 2 * t4], nb1 = p_bias[32 * j + 2 * t4 + 1];
+      float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       fence_regs(acc);
 
@@ -233,11 +252,11 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // epilogue issue-bound: 972 instructions per chunk and warp in ncu.)
       bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
 #pragma unroll
-      for (int gi = 0; gi < 4; ++gi) {
+      for (int gi = 0; gi < C::GROUPS; ++gi) {
         const float4 bb0 = nb0, bb1 = nb1;
-        if (gi < 3) {
-          nb0 = p_bias[32 * j + 8 * (gi + 1) + 2 * t4];
-          nb1 = p_bias[32 * j + 8 * (gi + 1) + 2 * t4 + 1];
+        if (gi + 1 < C::GROUPS) {
+          nb0 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4];
+          nb1 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4 + 1];
         }
         uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
 #pragma unroll
@@ -255,9 +274,11 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       }
       bar_sync(BAR_WG + cw, 128);
       if (one_owner) {
-        // rows (tid_wg >> 3) + 16 it: it 0, 1 are a rows (channel + 0, + 16), it 2, 3 b rows.
+        // rows (tid_wg >> 3) + 16 it: it 0, 1 are a rows (channel + 0, + 16), it 2, 3 b rows (with
+        // 16-channel chunks it 0 and 2 only).
 #pragma unroll
         for (int it = 0; it < 4; ++it) {
+          if (CH == 16 && (it & 1)) continue;  // (compile-time) no channel 16 + in a 16-channel chunk
           const int row = (tid_wg >> 3) + 16 * it, cc = tid_wg & 7;
           if (my_store) {
             const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
@@ -265,20 +286,21 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
               *reinterpret_cast<uint4*>((it < 2 ? pa : pb) + ((it & 1) ? plane16 : 0)) = v;
             } else {
               // the plane of this row's channel in the group; channels outside it are not stored
-              const int p = 32 * (j - jb) + (tid_wg >> 3) + 16 * (it & 1) - sub;
+              const int p = CH * (j - jb) + (tid_wg >> 3) + 16 * (it & 1) - sub;
               if (p >= 0 && p < nch)
                 *reinterpret_cast<uint4*>((it < 2 ? tgt.a[0] : tgt.b[0]) + off0 + (int64_t)p * tgt.plane[0]) = v;
             }
           }
         }
         if constexpr (!PARTIAL) {
-          pa += plane32;
-          pb += plane32;
+          pa += plane_ch;
+          pb += plane_ch;
         }
         continue;
       }
 #pragma unroll
       for (int it = 0; it < 4; ++it) {
+        if (CH == 16 && (it & 1)) continue;  // (compile-time) as above
         const int q = tid_wg + 128 * it;
         const int row = q >> 3, cc = q & 7;
         const int ch = 8 * cw + cc;  // 16-byte chunk of the 128-token tile
@@ -289,8 +311,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
                                 (tgt.row0[qr] + i) * tgt.ld[qr] + tgt.col0[qr] + k0 + ch * 8;
           *reinterpret_cast<uint4*>(dst) = v;
         }
-        // The same row of the next chunk is channel c + 32: advance (rank, channel) without a division.
-        int cl = own_chan[it] + 32, qr = own_rank[it];
+        // The same row of the next chunk is channel c + CH: advance (rank, channel) without a division.
+        int cl = own_chan[it] + CH, qr = own_rank[it];
         while (cl >= tgt.dloc) {
           cl -= tgt.dloc;
           ++qr;
@@ -327,9 +349,9 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   CUtensorMap mx, mw;
   cudaError_t e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, proj::TOK);  // x: (B, x_rows, x_cols, D)
   if (e != cudaSuccess) return e;
-  e = encode_weights(&mw, L.w_in, D, 4 * H);  // W1: [4H][D]
+  e = encode_weights(&mw, L.w_in, D, 4 * H, C::WROWS);  // W1: [4H][D], boxes of one chunk's rows
   if (e != cudaSuccess) return e;
-  if (group && (g.chan0 % 32 != 0 || g.chans % 32 != 0)) {
+  if (group && (g.chan0 % C::CH != 0 || g.chans % C::CH != 0)) {
     if (t.dloc < g.chans) return cudaErrorInvalidValue;  // a partial group has one destination (one GPU)
     return launch_persistent<proj_in_wgmma_kernel<D, true>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
                                                             L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,

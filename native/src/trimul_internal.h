@@ -73,8 +73,9 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B,
 // token's D values of LN_in(x) in registers (D / 4 per thread): above D = 256 that no longer fits
 // the 232 registers the consumers get after setmaxnreg (ptxas allocates for that budget, not for
 // the launch bound's 168) beside the accumulators, and the kernels spill (correct, slower:
-// native/NOTES-gpu.md). Stage 1 up to D = 384 keeps channels 256 .. D - 1 in shared memory
-// instead (stage1_proj_in.cu: in_reg_width).
+// native/NOTES-gpu.md). Stage 1 keeps channels 256 .. D - 1 in shared memory instead (above
+// D = 384 with W1 in chunks of 16 channels: stage1_proj_in.cu, in_reg_width, in_chunk_channels);
+// the wide stage 3 does the same up to D = 384 (stage3_wide.cuh: wide_reg_width).
 constexpr int kMaxWidth = 512;
 // Stage 3 at widths up to this (both D and H) is the fused kernel (x tile in shared memory for
 // the residual and the output's TMA stores); a wider pair runs the wide kernel.

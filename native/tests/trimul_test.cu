@@ -657,14 +657,16 @@ static void group_test(bool quick) {
     int H = 0;  // 0 = D
   };
   // groups of whole chunks (multiples of 32) and smaller or unaligned ones (8, 40, 24: stage 1
-  // computes whole chunks and stores the group's channels only), the wide stage 3 (H > 256) and
-  // stage 1's split LN_in(x) (352). Under compute-sanitizer (quick) every launch is slow, and a
+  // computes whole chunks and stores the group's channels only), the wide stage 3 (H > 256),
+  // stage 1's split LN_in(x) (352) and its 16-channel chunks above D = 384 (448: a group of 48
+  // is whole chunks there, one of 8 is not). Under compute-sanitizer (quick) every launch is slow, and a
   // group of 8 at H = 512 is 64 rounds of launches: the same kinds of groups on 40 tokens, fewer.
   const std::vector<GCase> cases =
       quick ? std::vector<GCase>{{1, 40, 128, 0, {40, 8}}, {1, 40, 96, 1, {64, 16}, 160}, {1, 40, 128, 1, {416}, 512}}
             : std::vector<GCase>{{2, 130, 128, 0, {32, 96, 8, 40}}, {1, 257, 256, 1, {64, 96, 224, 24}},
                                  {1, 130, 96, 1, {32, 64, 16}, 160}, {1, 130, 128, 1, {96, 416, 8}, 512},
-                                 {1, 1000, 128, 1, {32}}, {1, 130, 352, 1, {96, 8}, 256}};
+                                 {1, 1000, 128, 1, {32}}, {1, 130, 352, 1, {96, 8}, 256},
+                                 {1, 130, 448, 0, {48, 8}, 96}};
   Rng rng(4242);
   bool ok = true;
   for (const GCase& c : cases) {
@@ -815,6 +817,9 @@ int main(int argc, char** argv) {
     // k-block (320), two with the last half used (352)
     cases.push_back({1, 130, 320, 1, true, 1, true, 0, 128});
     cases.push_back({2, 100, 352, 0, false, 1, true, 0, 256});
+    // above D = 384 stage 1 takes W1 in chunks of 16 channels (64 rows) beside a tail of up to
+    // 256 channels: 416 (a tail of 2.5 k-blocks) with H = 96 (six 16-channel chunks)
+    cases.push_back({1, 130, 416, 1, true, 1, true, 0, 96});
   }
   int n = 0;
   for (const Case& c : cases) {
