@@ -298,7 +298,13 @@ __device__ __forceinline__ int ln_in_frags(uint32_t (&af)[D / 16][4], int u, con
 // Walks this warp's rows of a tile's NKB k-blocks in the x ring: waits for each next slot (xr),
 // calls take(s, addr) for every A fragment s (< D / 16) of the k-block, addr being where ldmatrix
 // reads it, and releases the slot as soon as the warp has taken it (the __syncwarp also orders
-// what take wrote to shared memory before the warp's later reads of it).
+// what take wrote to shared memory before the warp's later reads of it). Before the release every
+// lane fences its reads of the slot against the async proxy: the producer's next TMA into the
+// slot is an async-proxy write, which the mbarrier's release alone does not order after
+// ldmatrix's generic-proxy reads (a write-after-read across proxies). An ldmatrix does not wait
+// for its data, so without the fence the release can overtake reads still queued behind the
+// epilogue's stores, and a tile's first tokens are read from the next tile's x: the cp = 4
+// peer-route differences of 2026-12-06 had exactly that shape (native/NOTES-gpu.md).
 template <int D, int XSLOTS, typename Take>
 __device__ __forceinline__ void walk_x_ring(RingPos<XSLOTS>& xr, const RingBars& bars, uint32_t s_x, int r, int lane,
                                             Take&& take) {
@@ -309,6 +315,7 @@ __device__ __forceinline__ void walk_x_ring(RingPos<XSLOTS>& xr, const RingBars&
 #pragma unroll
     for (int s4 = 0; s4 < 4; ++s4)
       if (4 * kb + s4 < D / 16) take(4 * kb + s4, swz128(tile, r, 2 * s4 + (lane >> 4)));
+    fence_proxy_async_smem();  // this lane's reads of the slot, before the TMA that refills it
     __syncwarp();
     if (lane == 0) mbar_arrive(bars.xempty(xr.slot));
     xr.next();
