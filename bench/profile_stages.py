@@ -1,0 +1,147 @@
+"""One forward of ours under Nsight Compute: what limits each stage kernel.
+
+Run by bin/gpu-run's `profile` step (--profile-shapes): for each shape and direction the forward runs
+three times unprofiled (warm-up: the kernels' shared-memory limits raised, L2 and clocks settled),
+then once between cudaProfilerStart and cudaProfilerStop, which is all that `ncu
+--profile-from-start off` measures: the three stage kernels of one forward. `--summarize CSV` turns
+ncu's `--csv --page raw` output into one line per kernel: duration, SM and DRAM throughput, tensor
+pipe and issue-slot use, and the top warp stall reasons (the numbers that tell an issue-bound
+epilogue from a memory-bound or latency-bound one).
+
+  ncu --profile-from-start off $(python3 bench/profile_stages.py --sections) --csv --page raw \\
+      python3 bench/profile_stages.py --lib libfoldcp_native.so --shapes "1,2048,128;1,2048,512/512"
+  python3 bench/profile_stages.py --summarize ncu.csv
+"""
+import argparse
+import csv
+import re
+import sys
+
+# ncu sections the step collects (present in every ncu release, unlike single metric names):
+# duration and throughputs, pipe use, issue activity, warp stall reasons.
+SECTIONS = ["SpeedOfLight", "ComputeWorkloadAnalysis", "SchedulerStats", "WarpStateStats", "MemoryWorkloadAnalysis"]
+# What the summary prints, each the first column whose name matches one of its patterns (the
+# metric names differ a little between ncu releases).
+COLUMNS = [
+    ("SM%", [r"^sm__throughput\.avg\.pct_of_peak_sustained_elapsed$"]),
+    ("mem%", [r"^gpu__compute_memory_throughput\.avg\.pct_of_peak_sustained_elapsed$"]),
+    ("DRAM%", [r"^dram__throughput\.avg\.pct_of_peak_sustained_elapsed$",
+               r"^gpu__dram_throughput\.avg\.pct_of_peak_sustained_elapsed$"]),
+    ("tensor%", [r"^sm__pipe_tensor_op_gmma_cycles_active\.avg\.pct_of_peak_sustained_active$",
+                 r"pipe_tensor.*gmma.*pct_of_peak_sustained_active", r"pipe_tensor.*pct_of_peak_sustained_active"]),
+    ("issue%", [r"^smsp__issue_active\.avg\.pct_of_peak_sustained_active$",
+                r"^sm__inst_issued\.avg\.pct_of_peak_sustained_active$"]),
+    ("L1%", [r"^l1tex__throughput\.avg\.pct_of_peak_sustained_active$"]),
+]
+STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
+
+
+def run(args):
+    import torch
+
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from foldcp_lib import Ours
+    from torch_peers import make_weights, parse_shapes
+
+    ours = Ours(args.lib)
+    gen = torch.Generator(device="cpu").manual_seed(7)
+    cudart = torch.cuda.cudart()
+    for B, N, D, H in parse_shapes(args.shapes):
+        for direction in args.directions.split(","):
+            p = {k: v.cuda() for k, v in make_weights(D, gen, bias=True, H=H).items()}
+            x = torch.randn(B, N, N, D, generator=gen).to(torch.bfloat16).cuda()
+            mask = (torch.rand(B, N, N, generator=gen) > 0.05).to(torch.uint8).cuda()
+            out = torch.empty_like(x)
+            ws = torch.empty(ours.ws_bytes(B, N, H), dtype=torch.uint8, device="cuda")
+            h = ours.layer(p, direction, residual=True)
+            for _ in range(3):
+                ours.forward(h, x, mask, out, ws)
+            torch.cuda.synchronize()
+            cudart.cudaProfilerStart()
+            ours.forward(h, x, mask, out, ws)
+            torch.cuda.synchronize()
+            cudart.cudaProfilerStop()
+            print(f"profiled {direction} ({B},{N},{D}/{H})", flush=True)
+            ours.lib.foldcp_trimul_destroy(h)
+            del x, out, ws, mask
+
+
+def num(v):
+    try:
+        return float(str(v).replace(",", ""))
+    except ValueError:
+        return float("nan")
+
+
+STAGES = {"proj_in_wgmma_kernel": "stage1", "tri_gemm_wgmma_kernel": "stage2", "proj_out_wgmma_kernel": "stage3",
+          "proj_out_wide_kernel": "stage3w"}
+
+
+def kernel_label(name):
+    """The stage of one of our kernels, with its template arguments where ncu gives them."""
+    for base, stage in STAGES.items():
+        if base in name:
+            m = re.search(re.escape(base) + r"<([^>]*)>", name)
+            return f"{stage}<{m.group(1).replace(' ', '')}>" if m else stage
+    return "other " + name[:34]
+
+
+def summarize(path):
+    rows = list(csv.reader(open(path)))
+    # ncu's raw csv: a header row of metric names, a row of units, then one row per kernel
+    head = next((i for i, r in enumerate(rows) if "Kernel Name" in r), None)
+    if head is None:
+        print("no kernel rows in the ncu output (was the forward profiled? see the step's log)")
+        return 1
+    names, units = rows[head], rows[head + 1] if head + 1 < len(rows) else []
+    col = {n: i for i, n in enumerate(names)}
+    pick = {}
+    for short, pats in COLUMNS:
+        for pat in pats:
+            hit = next((n for n in names if re.search(pat, n)), None)
+            if hit:
+                pick[short] = hit
+                break
+    stalls = [(n, STALL.match(n).group(1)) for n in names if STALL.match(n)]
+    dur = next((n for n in names if n == "gpu__time_duration.sum"), None)
+    n_kernels = 0
+    for r in rows[head + 1:]:
+        if len(r) != len(names) or not re.fullmatch(r"\d+", r[col.get("ID", 0)].strip()):
+            continue  # the units row, or a short line
+        n_kernels += 1
+        vals = []
+        if dur:
+            unit = units[col[dur]] if len(units) == len(names) else "nsecond"
+            scale = {"nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}.get(unit.strip(), 1e-6)
+            vals.append(f"{num(r[col[dur]]) * scale:.3f} ms")
+        vals += [f"{short} {num(r[col[m]]):.0f}" for short, m in pick.items()]
+        top = sorted(((num(r[col[n]]), reason) for n, reason in stalls), reverse=True)
+        top = ", ".join(f"{reason} {v:.2f}" for v, reason in top[:4] if v == v)
+        print(f"{kernel_label(r[col['Kernel Name']]):28s} {'  '.join(vals)}  stalls per issue: {top}")
+    if n_kernels == 0:
+        print("the ncu output has a header but no kernel rows")
+        return 1
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lib")
+    ap.add_argument("--shapes", default="1,2048,128")
+    ap.add_argument("--directions", default="outgoing")
+    ap.add_argument("--summarize", help="ncu --csv --page raw output to summarize")
+    ap.add_argument("--sections", action="store_true", help="print the ncu --section arguments")
+    args = ap.parse_args()
+    if args.sections:
+        print(" ".join(f"--section {x}" for x in SECTIONS))
+        return 0
+    if args.summarize:
+        return summarize(args.summarize)
+    if not args.lib:
+        ap.error("--lib is required to profile")
+    run(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
