@@ -185,7 +185,12 @@ class CpTeamGpuTest {
     // D = 384, H = 256: 64 channels per rank, the wide stage 3 on 65 x 65 tiles
     cases.add(new CpCase("w384", "2x2", Direction.OUTGOING, 130, 384, 1, true, true, 1, StoreRoute.AUTO, 19, -1, 1)
         .withHidden(256));
-    runGrids(dir, 4, cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer", "stack3", "h128", "w384"),
+    // D = 416, H = 32: stage 1's 16-channel chunks above D = 384, each spanning two ranks' 8
+    // channels (the owner walk within a chunk), checked against float64 too
+    cases.add(new CpCase("w416", "4x1", Direction.INCOMING, 100, 416, 1, true, true, 1, StoreRoute.AUTO, 21, -1, 1)
+        .withHidden(32));
+    runGrids(dir, 4, cases, List.of("g2x2-o1000-peer", "g4x1-i2050-peer", "g1x4-o100-peer", "stack3", "h128", "w384",
+        "w416"),
         "cp4GridsDirectionsSizesAndRoutes");
   }
 
