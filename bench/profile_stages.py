@@ -20,6 +20,9 @@ import sys
 # ncu sections the step collects (present in every ncu release, unlike single metric names):
 # duration and throughputs, pipe use, issue activity, warp stall reasons.
 SECTIONS = ["SpeedOfLight", "ComputeWorkloadAnalysis", "SchedulerStats", "WarpStateStats", "MemoryWorkloadAnalysis"]
+# ... plus the wgmma pipe's busy cycles, which no section collects on Hopper (ComputeWorkloadAnalysis
+# gives an instruction rate of that pipe, not how busy it is)
+EXTRA_METRICS = ["sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"]
 # What the summary prints, each the first column whose name matches one of its patterns (the
 # metric names differ a little between ncu releases).
 COLUMNS = [
@@ -28,7 +31,7 @@ COLUMNS = [
     ("DRAM%", [r"^dram__throughput\.avg\.pct_of_peak_sustained_elapsed$",
                r"^gpu__dram_throughput\.avg\.pct_of_peak_sustained_elapsed$"]),
     ("tensor%", [r"^sm__pipe_tensor_op_gmma_cycles_active\.avg\.pct_of_peak_sustained_active$",
-                 r"pipe_tensor.*gmma.*pct_of_peak_sustained_active", r"pipe_tensor.*pct_of_peak_sustained_active"]),
+                 r"^sm__pipe_tensor_cycles_active\.avg\.pct_of_peak_sustained_active$"]),
     ("issue%", [r"^smsp__issue_active\.avg\.pct_of_peak_sustained_active$",
                 r"^sm__inst_issued\.avg\.pct_of_peak_sustained_active$"]),
     ("L1%", [r"^l1tex__throughput\.avg\.pct_of_peak_sustained_active$"]),
@@ -45,12 +48,14 @@ def run(args):
 
     ours = Ours(args.lib)
     gen = torch.Generator(device="cpu").manual_seed(7)
+    dev_gen = torch.Generator(device="cuda").manual_seed(7)
     cudart = torch.cuda.cudart()
     for B, N, D, H in parse_shapes(args.shapes):
         for direction in args.directions.split(","):
             p = {k: v.cuda() for k, v in make_weights(D, gen, bias=True, H=H).items()}
-            x = torch.randn(B, N, N, D, generator=gen).to(torch.bfloat16).cuda()
-            mask = (torch.rand(B, N, N, generator=gen) > 0.05).to(torch.uint8).cuda()
+            # made on the device (on the host, (1,2048,512)'s fp32 x alone is 8.6 GB)
+            x = torch.randn(B, N, N, D, generator=dev_gen, device="cuda", dtype=torch.bfloat16)
+            mask = (torch.rand(B, N, N, generator=dev_gen, device="cuda") > 0.05).to(torch.uint8)
             out = torch.empty_like(x)
             ws = torch.empty(ours.ws_bytes(B, N, H), dtype=torch.uint8, device="cuda")
             h = ours.layer(p, direction, residual=True)
@@ -64,6 +69,7 @@ def run(args):
             print(f"profiled {direction} ({B},{N},{D}/{H})", flush=True)
             ours.lib.foldcp_trimul_destroy(h)
             del x, out, ws, mask
+            torch.cuda.empty_cache()  # ncu saves and restores device memory between its passes
 
 
 def num(v):
@@ -102,7 +108,8 @@ def summarize(path):
             if hit:
                 pick[short] = hit
                 break
-    stalls = [(n, STALL.match(n).group(1)) for n in names if STALL.match(n)]
+    # ("selected" is the issuing warp itself: about one per issue by definition, not a stall)
+    stalls = [(n, STALL.match(n).group(1)) for n in names if STALL.match(n) and STALL.match(n).group(1) != "selected"]
     dur = next((n for n in names if n == "gpu__time_duration.sum"), None)
     n_kernels = 0
     for r in rows[head + 1:]:
@@ -133,7 +140,7 @@ def main():
     ap.add_argument("--sections", action="store_true", help="print the ncu --section arguments")
     args = ap.parse_args()
     if args.sections:
-        print(" ".join(f"--section {x}" for x in SECTIONS))
+        print(" ".join([f"--section {x}" for x in SECTIONS] + ["--metrics", ",".join(EXTRA_METRICS)]))
         return 0
     if args.summarize:
         return summarize(args.summarize)
