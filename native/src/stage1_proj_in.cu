@@ -8,8 +8,9 @@
 // of 8 (above D = 384: rows 64 j .., channels 16 j .., in_chunk_channels). The kernel is a
 // template of D (the x tile, K); the hidden width H is a kernel argument, the count of chunks.
 // Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
-// per thread (64 rows into 32 above D = 384), then the gates; a and b go through an 8 KiB transposing buffer per warpgroup to
-// 16-byte stores of 8 tokens of one channel (the AbTarget layout).
+// per thread (64 rows into 32 above D = 384), then the gates; a and b go through an 8 KiB
+// transposing buffer per warpgroup to 16-byte stores of 8 tokens of one channel (the AbTarget
+// layout).
 #include <climits>
 #include <cstdint>
 
