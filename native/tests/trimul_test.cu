@@ -752,6 +752,122 @@ static void group_test(bool quick) {
   if (!ok) ++g_failures;
 }
 
+// Stage 1 into several owners (the CP layout of the fused peer route: each owner its own
+// allocation of H / owners channel planes, 2 MiB apart at N = 1000) against stage 1 into one
+// owner (the one-GPU layout), bit for bit, several rounds: the multi-owner store path (owner
+// rank and channel walked per chunk, 16-channel chunks spanning owners above D = 384) and the
+// x ring under the store traffic of scattered destinations (the 2026-12-06 cp = 4 race: a tile's
+// first tokens read from the next tile's x after a slot was released too early).
+static void owners_test(bool quick) {
+  struct OCase {
+    int D, H, owners;
+    int64_t N;
+  };
+  const std::vector<OCase> cases = quick ? std::vector<OCase>{{64, 64, 4, 100}}
+                                         : std::vector<OCase>{{64, 64, 4, 1000}, {128, 128, 4, 1000},
+                                                              {416, 32, 4, 300}, {512, 64, 8, 300}};
+  const int rounds = quick ? 2 : 5;
+  Rng rng(777);
+  for (const OCase& c : cases) {
+    HostWeights hw;
+    hw.make(c.D, true, rng, c.H);
+    foldcp_trimul_weights wv = hw.view(1, 0);
+    foldcp_trimul_layer* layer = nullptr;
+    if (foldcp_trimul_create(&wv, &layer) != FOLDCP_OK) {
+      printf("FAIL create (owners %d/%d): %s\n", c.D, c.H, foldcp_last_error());
+      ++g_failures;
+      continue;
+    }
+    int device = 0;
+    const foldcp::DevLayer* dl = foldcp::dev_layer(layer, &device);
+    const int64_t B = 1, N = c.N, np = foldcp::padded_n(N), sab = foldcp::ab_plane_stride(np);
+    const size_t nel = (size_t)B * N * N * c.D;
+    std::vector<uint16_t> hx(nel);
+    for (auto& v : hx) v = f2bf((float)rng.normal());
+    std::vector<uint8_t> hm((size_t)B * N * N);
+    for (auto& m : hm) m = rng.uniform() < 0.9 ? 1 : 0;
+    void* dx;
+    uint8_t* dm;
+    CUDA_OK(cudaMalloc(&dx, nel * 2));
+    CUDA_OK(cudaMalloc(&dm, hm.size()));
+    CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemcpy(dm, hm.data(), hm.size(), cudaMemcpyHostToDevice));
+    const foldcp::ProjInGeom geo{N, N, np, np, np, 0, 0, N};
+    // one owner: every channel's planes in one buffer per array
+    const size_t plane_bytes = (size_t)sab * 2, all = (size_t)B * c.H * plane_bytes;
+    foldcp::bf16_raw *ra, *rb;
+    CUDA_OK(cudaMalloc(&ra, all));
+    CUDA_OK(cudaMalloc(&rb, all));
+    foldcp::AbTarget one{};
+    one.a[0] = ra;
+    one.b[0] = rb;
+    one.ld[0] = np;
+    one.plane[0] = sab;
+    one.dloc = c.H;
+    CUDA_OK(foldcp::launch_proj_in_to(*dl, dx, dm, geo, one, B, nullptr));
+    // owners: separate allocations, owner q holding channels q * dloc ..
+    const int dloc = c.H / c.owners;
+    std::vector<foldcp::bf16_raw*> oa(c.owners), ob(c.owners);
+    foldcp::AbTarget many{};
+    for (int q = 0; q < c.owners; ++q) {
+      CUDA_OK(cudaMalloc(&oa[q], (size_t)B * dloc * plane_bytes));
+      CUDA_OK(cudaMalloc(&ob[q], (size_t)B * dloc * plane_bytes));
+      many.a[q] = oa[q];
+      many.b[q] = ob[q];
+      many.ld[q] = np;
+      many.plane[q] = sab;
+    }
+    many.dloc = dloc;
+    std::vector<uint16_t> got((size_t)B * dloc * sab), wa(all / 2), wb(all / 2);
+    int bad_rounds = 0;
+    long long first_bad = -1;
+    CUDA_OK(cudaMemcpy(wa.data(), ra, all, cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(wb.data(), rb, all, cudaMemcpyDeviceToHost));
+    for (int r = 0; r < rounds; ++r) {
+      for (int q = 0; q < c.owners; ++q) {  // poisoned (NaN) before each round: every value must be written
+        CUDA_OK(cudaMemset(oa[q], 0xFF, (size_t)B * dloc * plane_bytes));
+        CUDA_OK(cudaMemset(ob[q], 0xFF, (size_t)B * dloc * plane_bytes));
+      }
+      CUDA_OK(foldcp::launch_proj_in_to(*dl, dx, dm, geo, many, B, nullptr));
+      CUDA_OK(cudaDeviceSynchronize());
+      long long bad = 0;
+      for (int q = 0; q < c.owners; ++q)
+        for (int arr = 0; arr < 2; ++arr) {
+          CUDA_OK(cudaMemcpy(got.data(), arr == 0 ? (void*)oa[q] : (void*)ob[q], got.size() * 2, cudaMemcpyDeviceToHost));
+          const std::vector<uint16_t>& ref = arr == 0 ? wa : wb;
+          for (int cl = 0; cl < dloc; ++cl)
+            for (int64_t i = 0; i < np; ++i)
+              for (int64_t k = 0; k < np; ++k) {
+                const uint16_t g = got[(size_t)cl * sab + i * np + k];
+                const uint16_t w = ref[((size_t)q * dloc + cl) * sab + i * np + k];
+                if (g != w) {
+                  if (first_bad < 0) first_bad = ((long long)(q * dloc + cl) * np + i) * np + k;
+                  ++bad;
+                }
+              }
+        }
+      if (bad > 0) ++bad_rounds;
+    }
+    const bool ok = bad_rounds == 0;
+    if (!ok) ++g_failures;
+    printf("%s stage 1 into %d owners equals one owner bit for bit: D = %d, H = %d, N = %lld, %d rounds, %d "
+           "round(s) differing%s\n",
+           ok ? "PASS" : "FAIL", c.owners, c.D, c.H, (long long)N, rounds, bad_rounds,
+           first_bad < 0 ? "" : (" (first at channel " + std::to_string(first_bad / (np * np)) + ", row " +
+                                 std::to_string(first_bad / np % np) + ", column " + std::to_string(first_bad % np) + ")")
+                                    .c_str());
+    for (int q = 0; q < c.owners; ++q) {
+      CUDA_OK(cudaFree(oa[q]));
+      CUDA_OK(cudaFree(ob[q]));
+    }
+    CUDA_OK(cudaFree(ra));
+    CUDA_OK(cudaFree(rb));
+    CUDA_OK(cudaFree(dx));
+    CUDA_OK(cudaFree(dm));
+    foldcp_trimul_destroy(layer);
+  }
+}
+
 int main(int argc, char** argv) {
   bool quick = argc > 1 && strcmp(argv[1], "--quick") == 0;
   int dev = 0;
@@ -828,6 +944,7 @@ int main(int argc, char** argv) {
   }
   inplace_test(quick);
   group_test(quick);
+  owners_test(quick);
   nonfinite_test();
   printf("TESTS: %s (%d failure(s); %d layer cases)\n", g_failures == 0 ? "ALL PASSED" : "FAILED", g_failures, n);
   return g_failures == 0 ? 0 : 1;
