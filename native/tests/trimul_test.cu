@@ -792,20 +792,14 @@ static void owners_test(bool quick) {
     CUDA_OK(cudaMalloc(&dm, hm.size()));
     CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemcpy(dm, hm.data(), hm.size(), cudaMemcpyHostToDevice));
-    const foldcp::ProjInGeom geo{N, N, np, np, np, 0, 0, N};
-    // one owner: every channel's planes in one buffer per array
+    // one owner: the one-GPU forward's stage 1, every channel's planes in one buffer per array
     const size_t plane_bytes = (size_t)sab * 2, all = (size_t)B * c.H * plane_bytes;
     foldcp::bf16_raw *ra, *rb;
     CUDA_OK(cudaMalloc(&ra, all));
     CUDA_OK(cudaMalloc(&rb, all));
-    foldcp::AbTarget one{};
-    one.a[0] = ra;
-    one.b[0] = rb;
-    one.ld[0] = np;
-    one.plane[0] = sab;
-    one.dloc = c.H;
-    CUDA_OK(foldcp::launch_proj_in_to(*dl, dx, dm, geo, one, B, nullptr));
-    // owners: separate allocations, owner q holding channels q * dloc ..
+    CUDA_OK(foldcp::launch_proj_in(*dl, dx, dm, ra, rb, B, N, sab, 0, c.H, nullptr));
+    // owners: separate allocations, owner q holding channels q * dloc .., over the same token grid
+    const foldcp::ProjInGeom geo{N, N, np, np, np, 0, 0, N};
     const int dloc = c.H / c.owners;
     std::vector<foldcp::bf16_raw*> oa(c.owners), ob(c.owners);
     foldcp::AbTarget many{};
