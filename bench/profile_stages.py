@@ -1,16 +1,17 @@
-"""One forward of ours under Nsight Compute: what limits each stage kernel.
+"""What limits each stage kernel of one forward, from Nsight Compute: the ncu arguments and the summary.
 
-Run by bin/gpu-run's `profile` step (--profile-shapes): for each shape and direction the forward runs
-three times unprofiled (warm-up: the kernels' shared-memory limits raised, L2 and clocks settled),
-then once between cudaProfilerStart and cudaProfilerStop, which is all that `ncu
---profile-from-start off` measures: the three stage kernels of one forward. `--summarize CSV` turns
-ncu's `--csv --page raw` output into one line per kernel: duration, SM and DRAM throughput, tensor
-pipe and issue-slot use, and the top warp stall reasons (the numbers that tell an issue-bound
-epilogue from a memory-bound or latency-bound one).
+bin/gpu-run's `profile` step (--profile-shapes) runs our C++ bench under ncu and profiles the third
+outgoing forward's three stage kernels (the first two are the bench's warm-up):
 
-  ncu --profile-from-start off $(python3 bench/profile_stages.py --sections) --csv --page raw \\
-      python3 bench/profile_stages.py --lib libfoldcp_native.so --shapes "1,2048,128;1,2048,512/512"
+  ncu $(python3 bench/profile_stages.py --sections) -k "regex:proj_in_wgmma|tri_gemm_wgmma|proj_out" \\
+      --launch-skip 6 --launch-count 3 -o rep native/build/foldcp_trimul_bench --iters 10 --shapes 1,2048,128
+  ncu --import rep.ncu-rep --csv --page raw --print-units base > ncu.csv
   python3 bench/profile_stages.py --summarize ncu.csv
+
+`--summarize` turns ncu's raw CSV into one line per kernel: duration, SM and DRAM throughput, tensor
+pipe and issue-slot use, and the top warp stall reasons (the numbers that tell an issue-bound
+epilogue from a memory-bound or latency-bound one). (A torch-driven forward under ncu ended with
+status 11 before any kernel ran on the H100 of 2026-12-06; the C++ bench needs no torch.)
 """
 import argparse
 import csv
@@ -37,39 +38,6 @@ COLUMNS = [
     ("L1%", [r"^l1tex__throughput\.avg\.pct_of_peak_sustained_active$"]),
 ]
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
-
-
-def run(args):
-    import torch
-
-    sys.path.insert(0, __file__.rsplit("/", 1)[0])
-    from foldcp_lib import Ours
-    from torch_peers import make_weights, parse_shapes
-
-    ours = Ours(args.lib)
-    gen = torch.Generator(device="cpu").manual_seed(7)
-    dev_gen = torch.Generator(device="cuda").manual_seed(7)
-    cudart = torch.cuda.cudart()
-    for B, N, D, H in parse_shapes(args.shapes):
-        for direction in args.directions.split(","):
-            p = {k: v.cuda() for k, v in make_weights(D, gen, bias=True, H=H).items()}
-            # made on the device (on the host, (1,2048,512)'s fp32 x alone is 8.6 GB)
-            x = torch.randn(B, N, N, D, generator=dev_gen, device="cuda", dtype=torch.bfloat16)
-            mask = (torch.rand(B, N, N, generator=dev_gen, device="cuda") > 0.05).to(torch.uint8)
-            out = torch.empty_like(x)
-            ws = torch.empty(ours.ws_bytes(B, N, H), dtype=torch.uint8, device="cuda")
-            h = ours.layer(p, direction, residual=True)
-            for _ in range(3):
-                ours.forward(h, x, mask, out, ws)
-            torch.cuda.synchronize()
-            cudart.cudaProfilerStart()
-            ours.forward(h, x, mask, out, ws)
-            torch.cuda.synchronize()
-            cudart.cudaProfilerStop()
-            print(f"profiled {direction} ({B},{N},{D}/{H})", flush=True)
-            ours.lib.foldcp_trimul_destroy(h)
-            del x, out, ws, mask
-            torch.cuda.empty_cache()  # ncu saves and restores device memory between its passes
 
 
 def num(v):
@@ -133,9 +101,6 @@ def summarize(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lib")
-    ap.add_argument("--shapes", default="1,2048,128")
-    ap.add_argument("--directions", default="outgoing")
     ap.add_argument("--summarize", help="ncu --csv --page raw output to summarize")
     ap.add_argument("--sections", action="store_true", help="print the ncu --section arguments")
     args = ap.parse_args()
@@ -144,10 +109,7 @@ def main():
         return 0
     if args.summarize:
         return summarize(args.summarize)
-    if not args.lib:
-        ap.error("--lib is required to profile")
-    run(args)
-    return 0
+    ap.error("give --sections or --summarize CSV")
 
 
 if __name__ == "__main__":
