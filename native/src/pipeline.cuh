@@ -452,12 +452,13 @@ __device__ __forceinline__ int issue_chunk(int cw, ChunkRing<STAGES>& r, const R
 }
 
 // Releases each weight slot of the chunk issued from ws0 as soon as its k-block's wgmma group is
-// complete (groups complete in order); afterwards every MMA of the chunk is complete.
-template <int NKB, int STAGES>
+// complete (groups complete in order); afterwards every MMA of the chunk is complete. LATER: the
+// wgmma groups committed after the chunk's (a chunk issued ahead), which may stay pending.
+template <int NKB, int STAGES, int LATER = 0>
 __device__ __forceinline__ void release_chunk(int ws0, const RingBars& bars, int lane) {
 #pragma unroll
   for (int kb = 0; kb < NKB; ++kb) {
-    wgmma_wait_upto(NKB - 1 - kb);
+    wgmma_wait_upto(LATER + NKB - 1 - kb);
     if (lane == 0) {
       int sl = ws0 + kb;
       if (sl >= STAGES) sl -= STAGES;
