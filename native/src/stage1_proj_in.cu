@@ -21,12 +21,18 @@
 
 namespace foldcp {
 
+// Two accumulator sets, one chunk issued ahead of the epilogue (the consumer loop's look-ahead),
+// up to D = 128. The 2 x 64 accumulators leave no room for LN_in(x) in registers (with it, ptxas
+// spilled 26-742 B at D = 32..128), so the look-ahead keeps the normalised tile in shared memory
+// (32 KiB at D = 128) and its wgmmas read A from there.
+constexpr bool in_lookahead(int D) { return D <= 128; }
 // The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
 // before held (4, 3, 2 or 1 tiles by tile size: enough to cover the HBM latency when tiles are
 // short); above, 3 slots, so that a chunk plus one k-block of weights still fits (a tile of x no
 // longer needs to: the consumers take it k-block by k-block).
 constexpr int in_x_slots(int D) {
-  return D > 256                                ? 3
+  return in_lookahead(D)                        ? 4  // 2 tiles at D = 96, 128 (room for the A tile and the weights), 4 below
+         : D > 256                              ? 3
          : proj::x_tile_bytes(D) <= 16384 ? 4 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 32768 ? 3 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 49152 ? 2 * ((D + 63) / 64)
@@ -37,7 +43,7 @@ constexpr int in_x_slots(int D) {
 // there, so that the chunk loop's registers stay those of D = 256. (The whole of LN_in(x) beside
 // the accumulators spilled from D = 288 and had ptxas serialize the wgmmas from D = 320: 888 B of
 // spills at D = 384, 2.4 KB at 512; with the tail, no serialization up to D = 384.)
-constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
+constexpr int in_reg_width(int D) { return in_lookahead(D) ? 0 : D > 256 ? 256 : D; }
 // Hidden channels per W1 chunk: 32 (128 rows: p_a, g_a, p_b, g_b of 32 channels in 8-row groups;
 // an m64n128 accumulator of 64 registers) up to D = 384. Above, a tail of up to 256 channels
 // (64 KiB) and a weight ring of a 128-row chunk plus one k-block (9 slots of 16 KiB) do not fit
@@ -45,10 +51,7 @@ constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
 // registers) do, with a ring of a chunk plus two. The gates, the transposing buffer and the
 // stores are the same per group of 8 channels, two groups per chunk instead of four.
 constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
-// Two accumulator sets, one chunk issued ahead of the epilogue (the consumer loop's look-ahead):
-// up to D = 128, where 2 x 64 accumulators beside LN_in(x) (D / 4 registers) fit the consumers'
-// 232 registers; at D = 256 the 64 fragment registers leave no room for the second set.
-constexpr bool in_lookahead(int D) { return D <= 128; }
+
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
 // buffer of 64 channel rows (32 a, 32 b; rows 0..15 and 32..47 with 16-channel chunks) x 64
 // tokens, then the LN weight and bias (D each) and
@@ -99,7 +102,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t base = aligned_smem(smem_raw, &sm);
   const uint32_t s_x = base;                                  // NXBUF x k-block slots
   const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
-  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256)
+  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256; all of it with the look-ahead)
   const uint32_t s_o = s_tail + C::TAIL;                      // transposing buffers
   bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
   float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
@@ -167,7 +170,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const bool one_owner = tgt.dloc >= nch;
   const int64_t plane16 = 16 * tgt.plane[0], plane_ch = CH * tgt.plane[0];
 
-  uint32_t af[C::KR / 16][4];
+  uint32_t af[C::KR > 0 ? C::KR / 16 : 1][4];  // (unused with the look-ahead: A from s_tail)
   const uint64_t da_tail = tail_desc(s_tail, cw);  // (D > 256)
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
@@ -221,7 +224,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     }
 
     // (each x slot is released as soon as this warp's rows of it are in registers)
-    if constexpr (C::TAIL > 0) {
+    if constexpr (C::LOOKAHEAD) {
+      // (the tile's previous chunks' wgmmas, which read s_tail, are complete: see the chunk stream)
+      ln_in_to_smem<D, C::NXBUF>(xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
+      fence_proxy_async_smem();   // the stmatrix writes, before the wgmmas read them
+      bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's A tile are written
+    } else if constexpr (C::TAIL > 0) {
       ln_in_frags_ring_split<D, C::KR, C::NXBUF>(af, xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
       fence_proxy_async_smem();   // the tail's stmatrix writes, before the wgmmas read them
       bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's tail are written
@@ -243,17 +251,17 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         const int k = 4 * kb + ks;  // compile-time after unrolling
         const uint64_t dbk = db + (uint64_t)((ks * 32) >> 4);
         if (k < C::KR / 16) {
-          if constexpr (CH == 32 && C::LOOKAHEAD) {
-            if (k == 0)
-              wgmma_m64n128k16_rs_first(acc, af[k], dbk);
-            else
-              wgmma_m64n128k16_rs(acc, af[k], dbk, 1);
-          } else if constexpr (CH == 32)
+          if constexpr (CH == 32)
             wgmma_m64n128k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
           else
             wgmma_m64n64k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
         } else if (k < C::KS) {
-          if constexpr (CH == 32)
+          if constexpr (CH == 32 && C::LOOKAHEAD) {
+            if (k == 0)  // (the chunk's first k16 step: acc write-only)
+              wgmma_m64n128k16_ss_first(acc, tail_step(da_tail, 0), dbk);
+            else
+              wgmma_m64n128k16_ss(acc, tail_step(da_tail, k), dbk, 1);
+          } else if constexpr (CH == 32)
             wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
           else
             wgmma_m64n64k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
@@ -277,10 +285,19 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
 #pragma unroll
     for (int gi = 0; gi < C::GROUPS; ++gi) {
-      const float4 bb0 = nb0, bb1 = nb1;
-      if (gi + 1 < C::GROUPS) {
-        nb0 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4];
-        nb1 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4 + 1];
+      float4 bb0, bb1;
+      if constexpr (C::LOOKAHEAD) {
+        // (the chunk in flight keeps the tensor cores busy while these loads wait; read ahead,
+        // they cost the look-ahead 8 registers it does not have)
+        bb0 = p_bias[CH * j + 8 * gi + 2 * t4];
+        bb1 = p_bias[CH * j + 8 * gi + 2 * t4 + 1];
+      } else {
+        bb0 = nb0;
+        bb1 = nb1;
+        if (gi + 1 < C::GROUPS) {
+          nb0 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4];
+          nb1 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4 + 1];
+        }
       }
       uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
 #pragma unroll
@@ -385,19 +402,17 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     int ws = mma_chunk(acc0);
     int c = 0, j = jb;  // the chunk in flight in `cur`: the c-th of the stream, chunk j of its tile
     auto step = [&](auto& cur, auto& nxt) {  // (c + 1 < total_chunks)
-      float4 nb0, nb1;
-      first_bias(j, nb0, nb1);
       if (j + 1 < je) {
         const int wsn = mma_chunk(nxt);
         release_chunk<C::WKB, C::STAGES, C::WKB>(ws, rb, lane);  // (nxt's WKB groups may stay pending)
         fence_regs(cur);
-        epilogue(cur, t, j, nb0, nb1);
+        epilogue(cur, t, j, float4{}, float4{});
         ws = wsn;
         ++j;
       } else {
         release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
         fence_regs(cur);
-        epilogue(cur, t, j, nb0, nb1);
+        epilogue(cur, t, j, float4{}, float4{});
         t = begin_tile((c + 1) / per_tile);
         ws = mma_chunk(nxt);
         j = jb;
@@ -405,11 +420,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       ++c;
     };
     auto finish = [&](auto& cur) {
-      float4 nb0, nb1;
-      first_bias(j, nb0, nb1);
       release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
       fence_regs(cur);
-      epilogue(cur, t, j, nb0, nb1);
+      epilogue(cur, t, j, float4{}, float4{});
     };
     while (true) {
       if (c + 1 >= total_chunks) {
