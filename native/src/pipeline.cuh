@@ -333,6 +333,64 @@ __device__ __forceinline__ void ln_in_frags_ring(uint32_t (&af)[D / 16][4], Ring
   normalize_frags<D>(af, lane, lnw, lnb, eps);
 }
 
+// LN_in of this warp's 16 rows of a tile from the x ring straight into the A tile at s_dst
+// (k-blocks of 64 channels x 128 rows, 128B swizzle: an x tile's layout, which wgmma reads through
+// a descriptor), for stage 1's look-ahead, whose two accumulator sets leave no room for a tile of
+// A fragments (holding them during the LayerNorm spilled 106 B at D = 128). The tile's NKB slots
+// stay held while three passes read them with ldmatrix, one fragment at a time: the row sums, the
+// squared deviations, then the normalised fragment, written by stmatrix where ldmatrix would read
+// it in s_dst. The arithmetic and its order are normalize_frags's. Then each lane fences its reads
+// (async proxy: the producer's next TMA into a slot) and the warp releases the slots. The caller
+// fences its writes (async proxy) and syncs the warpgroup before its wgmmas read the tile, and
+// writes it only once the wgmmas that read the previous tile are complete.
+template <int D, int XSLOTS>
+__device__ __forceinline__ void ln_in_to_smem(RingPos<XSLOTS>& xr, const RingBars& bars, uint32_t s_x,
+                                              uint32_t s_dst, int cw, int warp, int lane, const float* lnw,
+                                              const float* lnb, float eps) {
+  constexpr int NKB = (D + 63) / 64, KS = D / 16;
+  static_assert(NKB <= XSLOTS, "a tile's k-blocks must fit the ring at once");
+  const int r = 64 * cw + 16 * warp + (lane & 15);
+  int slot[NKB];
+#pragma unroll
+  for (int kb = 0; kb < NKB; ++kb) {
+    slot[kb] = xr.slot;
+    mbar_wait(bars.xfull(xr.slot), xr.phase);
+    xr.next();
+  }
+  auto src = [&](int s) {
+    return swz128(s_x + (uint32_t)slot[s >> 2] * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4));
+  };
+  uint32_t t[4];
+  float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    ldsm_x4(t, src(s));
+    frag_sums(t, s0, s1);
+  }
+  quad_sum(s0, s1);
+  const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
+  float q0 = 0.f, q1 = 0.f;
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    ldsm_x4(t, src(s));
+    frag_sq_devs(t, m0, m1, q0, q1);
+  }
+  quad_sum(q0, q1);
+  const float r0 = rsqrtf(q0 * (1.0f / D) + eps), r1 = rsqrtf(q1 * (1.0f / D) + eps);
+  const int t2 = 2 * (lane & 3);
+#pragma unroll
+  for (int s = 0; s < KS; ++s) {
+    ldsm_x4(t, src(s));
+    frag_normalize(t, 16 * s + t2, m0, r0, m1, r1, lnw, lnb);
+    stsm_x4(swz128(s_dst + (uint32_t)(s >> 2) * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)), t);
+  }
+  fence_proxy_async_smem();  // this lane's reads of the slots, before the TMAs that refill them
+  __syncwarp();
+  if (lane == 0)
+#pragma unroll
+    for (int kb = 0; kb < NKB; ++kb) mbar_arrive(bars.xempty(slot[kb]));
+}
+
 // As ln_in_frags_ring, keeping only channels 0 .. KR - 1 in registers (af): channels KR .. D - 1
 // of this warp's 16 rows go to the warpgroup's rows of `s_tail` (k-blocks of 64 channels x 128
 // rows, 128B swizzle: the layout TMA gives x and wgmma reads through a descriptor), written by
@@ -452,12 +510,13 @@ __device__ __forceinline__ int issue_chunk(int cw, ChunkRing<STAGES>& r, const R
 }
 
 // Releases each weight slot of the chunk issued from ws0 as soon as its k-block's wgmma group is
-// complete (groups complete in order); afterwards every MMA of the chunk is complete.
-template <int NKB, int STAGES>
+// complete (groups complete in order); afterwards every MMA of the chunk is complete. LATER: the
+// wgmma groups committed after the chunk's (a chunk issued ahead), which may stay pending.
+template <int NKB, int STAGES, int LATER = 0>
 __device__ __forceinline__ void release_chunk(int ws0, const RingBars& bars, int lane) {
 #pragma unroll
   for (int kb = 0; kb < NKB; ++kb) {
-    wgmma_wait_upto(NKB - 1 - kb);
+    wgmma_wait_upto(LATER + NKB - 1 - kb);
     if (lane == 0) {
       int sl = ws0 + kb;
       if (sl >= STAGES) sl -= STAGES;

@@ -10,7 +10,9 @@
 // Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
 // per thread (64 rows into 32 above D = 384), then the gates; a and b go through an 8 KiB
 // transposing buffer per warpgroup to 16-byte stores of 8 tokens of one channel (the AbTarget
-// layout).
+// layout). A = LN_in(x): wgmma A fragments in registers (channels past 256 in shared memory); up
+// to D = 128 all of it in shared memory, for the look-ahead's second accumulator set
+// (in_lookahead: the next chunk's MMAs run during this chunk's epilogue).
 #include <climits>
 #include <cstdint>
 
@@ -21,12 +23,18 @@
 
 namespace foldcp {
 
+// Two accumulator sets, one chunk issued ahead of the epilogue (the consumer loop's look-ahead),
+// up to D = 128. The 2 x 64 accumulators leave no room for LN_in(x) in registers (with it, ptxas
+// spilled 26-742 B at D = 32..128), so the look-ahead keeps the normalised tile in shared memory
+// (32 KiB at D = 128) and its wgmmas read A from there.
+constexpr bool in_lookahead(int D) { return D <= 128; }
 // The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
 // before held (4, 3, 2 or 1 tiles by tile size: enough to cover the HBM latency when tiles are
 // short); above, 3 slots, so that a chunk plus one k-block of weights still fits (a tile of x no
 // longer needs to: the consumers take it k-block by k-block).
 constexpr int in_x_slots(int D) {
-  return D > 256                                ? 3
+  return in_lookahead(D)                        ? 4  // 2 tiles at D = 96, 128 (room for the A tile and the weights), 4 below
+         : D > 256                              ? 3
          : proj::x_tile_bytes(D) <= 16384 ? 4 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 32768 ? 3 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 49152 ? 2 * ((D + 63) / 64)
@@ -37,7 +45,7 @@ constexpr int in_x_slots(int D) {
 // there, so that the chunk loop's registers stay those of D = 256. (The whole of LN_in(x) beside
 // the accumulators spilled from D = 288 and had ptxas serialize the wgmmas from D = 320: 888 B of
 // spills at D = 384, 2.4 KB at 512; with the tail, no serialization up to D = 384.)
-constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
+constexpr int in_reg_width(int D) { return in_lookahead(D) ? 0 : D > 256 ? 256 : D; }
 // Hidden channels per W1 chunk: 32 (128 rows: p_a, g_a, p_b, g_b of 32 channels in 8-row groups;
 // an m64n128 accumulator of 64 registers) up to D = 384. Above, a tail of up to 256 channels
 // (64 KiB) and a weight ring of a 128-row chunk plus one k-block (9 slots of 16 KiB) do not fit
@@ -45,6 +53,7 @@ constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
 // registers) do, with a ring of a chunk plus two. The gates, the transposing buffer and the
 // stores are the same per group of 8 channels, two groups per chunk instead of four.
 constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
+
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
 // buffer of 64 channel rows (32 a, 32 b; rows 0..15 and 32..47 with 16-channel chunks) x 64
 // tokens, then the LN weight and bias (D each) and
@@ -61,6 +70,19 @@ struct InCfg : ProjCfg<D, in_x_slots(D),
   static constexpr int WROWS = 4 * CH;                     // W1 rows per chunk
   static constexpr int ACC = WROWS / 2;                    // accumulator registers (m64 x WROWS / 128 threads)
   static constexpr int GROUPS = CH / 8;                    // groups of 8 channels per chunk
+  static constexpr bool LOOKAHEAD = in_lookahead(D);
+};
+
+// What the epilogues of a tile's chunks need: set up with the tile's LayerNorm, the store
+// positions advanced chunk by chunk.
+struct InTile {
+  bool valid[2];                 // this thread's tokens g, g + 8: inside the grid and unmasked
+  bool my_store;                 // this thread's 16-byte chunk of the tile is stored
+  int nchunks;                   // 16-byte chunks of the tile that are stored
+  int i, b, k0;                  // the tile: row, batch, first token
+  bf16_raw *pa, *pb;             // one owner: this thread's a / b rows of the next chunk
+  int64_t off0;                  // PARTIAL: plane 0 of batch b at this thread's 8 tokens
+  int own_rank[4], own_chan[4];  // several owners: of the 4 rows this thread stores next
 };
 
 // PARTIAL: the launch's channel group is not made of whole chunks (its own instantiation: the
@@ -74,13 +96,15 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
                          int H, int out_rows, int tiles_k, int total) {
   using namespace proj;
   using C = InCfg<D>;
+  // With the look-ahead a warpgroup holds two chunks' weight slots until the older one's MMAs are done.
+  static_assert(!C::LOOKAHEAD || C::STAGES >= 2 * C::WKB, "the weight ring must hold two chunks");
   __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
   const uint32_t base = aligned_smem(smem_raw, &sm);
   const uint32_t s_x = base;                                  // NXBUF x k-block slots
   const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
-  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256)
+  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256; all of it with the look-ahead)
   const uint32_t s_o = s_tail + C::TAIL;                      // transposing buffers
   bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
   float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
@@ -148,179 +172,271 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const bool one_owner = tgt.dloc >= nch;
   const int64_t plane16 = 16 * tgt.plane[0], plane_ch = CH * tgt.plane[0];
 
-  float acc[C::ACC];
-#pragma unroll
-  for (int k = 0; k < C::ACC; ++k) acc[k] = 0.f;
-  uint32_t af[C::KR / 16][4];
+  uint32_t af[C::KR > 0 ? C::KR / 16 : 1][4];  // (unused with the look-ahead: A from s_tail)
   const uint64_t da_tail = tail_desc(s_tail, cw);  // (D > 256)
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
 
-  for (int u = 0; u < n_local; ++u) {
+  // Tile u's set-up and LN_in(x) into af: what the epilogues of its chunks need.
+  auto begin_tile = [&](int u) {
+    InTile t;
     const TokenTile tt = token_tile(u, tiles_k, out_rows);
-    const int i = tt.i, b = tt.b;
-    const int k0 = tt.kt * TOK;
+    t.i = tt.i;
+    t.b = tt.b;
+    t.k0 = tt.kt * TOK;
     // Validity of this thread's two tokens (rows g and g + 8 of its warp's 16). The mask bytes
     // are loaded here and tested after the LayerNorm, so that their latency hides behind it
     // (tested at once, they stalled every tile: ncu, 2026-12-01).
-    bool valid[2];
     int mbyte[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int k = k0 + 64 * cw + 16 * warp + g + 8 * h;
-      valid[h] = (i < xr) && (k < xc) && (geo.g_row0 + i < geo.n_valid) && (geo.g_col0 + k < geo.n_valid);
-      mbyte[h] = (valid[h] && mask != nullptr) ? (int)__ldg(mask + ((int64_t)b * xr + i) * xc + k) : 1;
+      const int k = t.k0 + 64 * cw + 16 * warp + g + 8 * h;
+      t.valid[h] = (t.i < xr) && (k < xc) && (geo.g_row0 + t.i < geo.n_valid) && (geo.g_col0 + k < geo.n_valid);
+      mbyte[h] = (t.valid[h] && mask != nullptr) ? (int)__ldg(mask + ((int64_t)t.b * xr + t.i) * xc + k) : 1;
     }
     // 16-byte chunks (8 tokens) of this tile that are stored: chunks at or past store_cols would
     // land in the next tile's columns of the destination.
-    const int nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - k0 + 7) / 8);
-
-    // This thread's 16-byte chunk of the tile in the stores below (the same for all its rows), and
+    t.nchunks = (int)min((int64_t)(TOK / 8), (geo.store_cols - t.k0 + 7) / 8);
+    // This thread's 16-byte chunk of the tile in the stores (the same for all its rows), and
     // whether the tile stores it.
     const int my_ch = 8 * cw + (tid_wg & 7);
-    const bool my_store = my_ch < nchunks;
+    t.my_store = my_ch < t.nchunks;
     // Owner rank and local channel of the 4 channel rows this thread stores in chunk 0
-    // (row (tid_wg + 128 it) / 8, channel row % 32); the chunk loop advances them by CH channels.
+    // (row (tid_wg + 128 it) / 8, channel row % 32); each epilogue advances them by CH channels.
     // (With 16-channel chunks only rows 0..15 (a) and 32..47 (b) hold channels: it = 0 and 2.)
     // With one owner (one GPU; or a CP rank that owns every channel of this launch) the rows are
     // a[0] / b[0] planes: two pointers for the chunk and one plane stride, advanced per chunk,
     // replace the per-row owner arithmetic (186 instructions per chunk and warp in ncu).
-    int own_rank[4], own_chan[4];
-    bf16_raw *pa = nullptr, *pb = nullptr;
-    // PARTIAL: plane 0 of batch b at this thread's 8 tokens (each store adds its plane)
-    int64_t off0 = 0;
+    t.pa = t.pb = nullptr;
+    t.off0 = 0;
     if constexpr (PARTIAL)
-      off0 = (int64_t)b * tgt.dloc * tgt.plane[0] + (tgt.row0[0] + i) * tgt.ld[0] + tgt.col0[0] + k0 + my_ch * 8;
+      t.off0 = (int64_t)t.b * tgt.dloc * tgt.plane[0] + (tgt.row0[0] + t.i) * tgt.ld[0] + tgt.col0[0] + t.k0 + my_ch * 8;
     if (one_owner && !PARTIAL) {
-      const int64_t off = ((int64_t)b * tgt.dloc + (tid_wg >> 3)) * tgt.plane[0] + (tgt.row0[0] + i) * tgt.ld[0] +
-                          tgt.col0[0] + k0 + my_ch * 8;
-      pa = tgt.a[0] + off;
-      pb = tgt.b[0] + off;
+      const int64_t off = ((int64_t)t.b * tgt.dloc + (tid_wg >> 3)) * tgt.plane[0] + (tgt.row0[0] + t.i) * tgt.ld[0] +
+                          tgt.col0[0] + t.k0 + my_ch * 8;
+      t.pa = tgt.a[0] + off;
+      t.pb = tgt.b[0] + off;
     } else if (!one_owner) {
 #pragma unroll
       for (int it = 0; it < 4; ++it) {
         const int c = ((tid_wg + 128 * it) >> 3) & 31;
-        own_rank[it] = c / tgt.dloc;
-        own_chan[it] = c - own_rank[it] * tgt.dloc;
+        t.own_rank[it] = c / tgt.dloc;
+        t.own_chan[it] = c - t.own_rank[it] * tgt.dloc;
       }
     }
 
     // (each x slot is released as soon as this warp's rows of it are in registers)
-    if constexpr (C::TAIL > 0) {
+    if constexpr (C::LOOKAHEAD) {
+      // (the tile's previous chunks' wgmmas, which read s_tail, are complete: see the chunk stream)
+      ln_in_to_smem<D, C::NXBUF>(xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
+      fence_proxy_async_smem();   // the stmatrix writes, before the wgmmas read them
+      bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's A tile are written
+    } else if constexpr (C::TAIL > 0) {
       ln_in_frags_ring_split<D, C::KR, C::NXBUF>(af, xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
       fence_proxy_async_smem();   // the tail's stmatrix writes, before the wgmmas read them
       bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's tail are written
     } else {
       ln_in_frags_ring<D, C::NXBUF>(af, xring, rb, s_x, cw, warp, lane, p_lnw, p_lnb, eps);
     }
-    valid[0] = valid[0] && mbyte[0] != 0;
-    valid[1] = valid[1] && mbyte[1] != 0;
+    t.valid[0] = t.valid[0] && mbyte[0] != 0;
+    t.valid[1] = t.valid[1] && mbyte[1] != 0;
+    return t;
+  };
 
-    for (int j = jb; j < je; ++j) {
-      const int ws0 = issue_chunk<C::WKB, C::STAGES, C::W_SLOT>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
-        const uint64_t db = smem_desc(slot, 16u, 1024u);
+  // Issues the next W1 chunk's MMAs (A = af and the tail, B = the chunk's weight slots) into acc;
+  // returns the chunk's first weight slot (release_chunk).
+  auto mma_chunk = [&](auto& acc) {
+    return issue_chunk<C::WKB, C::STAGES, C::W_SLOT>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+      const uint64_t db = smem_desc(slot, 16u, 1024u);
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {
-          const int k = 4 * kb + ks;  // compile-time after unrolling
-          const uint64_t dbk = db + (uint64_t)((ks * 32) >> 4);
-          if (k < C::KR / 16) {
-            if constexpr (CH == 32)
-              wgmma_m64n128k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
+      for (int ks = 0; ks < 4; ++ks) {
+        const int k = 4 * kb + ks;  // compile-time after unrolling
+        const uint64_t dbk = db + (uint64_t)((ks * 32) >> 4);
+        if (k < C::KR / 16) {
+          if constexpr (CH == 32)
+            wgmma_m64n128k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
+          else
+            wgmma_m64n64k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
+        } else if (k < C::KS) {
+          if constexpr (CH == 32 && C::LOOKAHEAD) {
+            if (k == 0)  // (the chunk's first k16 step: acc write-only)
+              wgmma_m64n128k16_ss_first(acc, tail_step(da_tail, 0), dbk);
             else
-              wgmma_m64n64k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
-          } else if (k < C::KS) {
-            if constexpr (CH == 32)
-              wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
-            else
-              wgmma_m64n64k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
-          }
+              wgmma_m64n128k16_ss(acc, tail_step(da_tail, k), dbk, 1);
+          } else if constexpr (CH == 32)
+            wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
+          else
+            wgmma_m64n64k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
         }
-      });
-      // Biases of the first 8 channels, read while the MMAs run (the waits below are memory
-      // clobbers: loads written before them stay before them); each group gi reads the next
-      // group's before its gates, so no gate waits on shared memory (the largest epilogue stall
-      // in ncu, 2026-12-01).
-      float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
-      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
-      fence_regs(acc);
+      }
+    });
+  };
 
-      // ---- epilogue: a = sigmoid(g_a + bg_a) * (p_a + bp_a), b likewise; 0 for invalid tokens ----
-      // Transposing buffer of this warpgroup: row = channel (a: 0..31, b: 32..63 of this chunk),
-      // 64 tokens of 2 bytes = 128 B; 16-byte chunk q of row r at position q ^ (r % 8). For each
-      // group gi of 8 channels the gated values form four 8 x 8 mma fragments (a and b, tokens
-      // g and g + 8), which one stmatrix.trans writes as 8-token rows of one channel: the 8 rows
-      // of a matrix land in 8 different bank groups. (The 2-byte stores this replaced made the
-      // epilogue issue-bound: 972 instructions per chunk and warp in ncu.)
-      bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
+  // ---- epilogue of chunk j (its MMAs complete, acc fenced): a = sigmoid(g_a + bg_a) * (p_a + bp_a),
+  // b likewise; 0 for invalid tokens. nb0 / nb1: the biases of its first 8 channels, read by the
+  // caller before the MMA wait (the waits are memory clobbers: loads written before them stay
+  // before them); each group gi reads the next group's before its gates, so no gate waits on
+  // shared memory (the largest epilogue stall in ncu, 2026-12-01).
+  // Transposing buffer of this warpgroup: row = channel (a: 0..31, b: 32..63 of this chunk),
+  // 64 tokens of 2 bytes = 128 B; 16-byte chunk q of row r at position q ^ (r % 8). For each
+  // group gi of 8 channels the gated values form four 8 x 8 mma fragments (a and b, tokens
+  // g and g + 8), which one stmatrix.trans writes as 8-token rows of one channel: the 8 rows
+  // of a matrix land in 8 different bank groups. (The 2-byte stores this replaced made the
+  // epilogue issue-bound: 972 instructions per chunk and warp in ncu.)
+  auto epilogue = [&](auto& acc, InTile& t, int j, float4 nb0, float4 nb1) {
+    bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
 #pragma unroll
-      for (int gi = 0; gi < C::GROUPS; ++gi) {
-        const float4 bb0 = nb0, bb1 = nb1;
+    for (int gi = 0; gi < C::GROUPS; ++gi) {
+      float4 bb0, bb1;
+      if constexpr (C::LOOKAHEAD) {
+        // (the chunk in flight keeps the tensor cores busy while these loads wait; read ahead,
+        // they cost the look-ahead 8 registers it does not have)
+        bb0 = p_bias[CH * j + 8 * gi + 2 * t4];
+        bb1 = p_bias[CH * j + 8 * gi + 2 * t4 + 1];
+      } else {
+        bb0 = nb0;
+        bb1 = nb1;
         if (gi + 1 < C::GROUPS) {
           nb0 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4];
           nb1 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4 + 1];
         }
-        uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int ia = 4 * (4 * gi) + 2 * h;  // p_a of channel 2 t4; +4: g_a, +8: p_b, +12: g_b; +1: channel 2 t4 + 1
-          float va0 = gate_half(acc[ia + 4], bb0.y, acc[ia], bb0.x);
-          float va1 = gate_half(acc[ia + 5], bb1.y, acc[ia + 1], bb1.x);
-          float vb0 = gate_half(acc[ia + 12], bb0.w, acc[ia + 8], bb0.z);
-          float vb1 = gate_half(acc[ia + 13], bb1.w, acc[ia + 9], bb1.z);
-          if (!valid[h]) va0 = va1 = vb0 = vb1 = 0.f;
-          pk[h] = pack_bf16x2(va0, va1);
-          pk[2 + h] = pack_bf16x2(vb0, vb1);
-        }
-        stsm_x4_t(stsm_base + (uint32_t)gi * (8 * 128), pk);
       }
-      bar_sync(BAR_WG + cw, 128);
-      if (one_owner) {
-        // rows (tid_wg >> 3) + 16 it: it 0, 1 are a rows (channel + 0, + 16), it 2, 3 b rows (with
-        // 16-channel chunks it 0 and 2 only).
+      uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
 #pragma unroll
-        for (int it = 0; it < 4; ++it) {
-          if (CH == 16 && (it & 1)) continue;  // (compile-time) no channel 16 + in a 16-channel chunk
-          const int row = (tid_wg >> 3) + 16 * it, cc = tid_wg & 7;
-          if (my_store) {
-            const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
-            if constexpr (!PARTIAL) {
-              *reinterpret_cast<uint4*>((it < 2 ? pa : pb) + ((it & 1) ? plane16 : 0)) = v;
-            } else {
-              // the plane of this row's channel in the group; channels outside it are not stored
-              const int p = CH * (j - jb) + (tid_wg >> 3) + 16 * (it & 1) - sub;
-              if (p >= 0 && p < nch)
-                *reinterpret_cast<uint4*>((it < 2 ? tgt.a[0] : tgt.b[0]) + off0 + (int64_t)p * tgt.plane[0]) = v;
-            }
-          }
-        }
-        if constexpr (!PARTIAL) {
-          pa += plane_ch;
-          pb += plane_ch;
-        }
-        continue;
+      for (int h = 0; h < 2; ++h) {
+        const int ia = 4 * (4 * gi) + 2 * h;  // p_a of channel 2 t4; +4: g_a, +8: p_b, +12: g_b; +1: channel 2 t4 + 1
+        float va0 = gate_half(acc[ia + 4], bb0.y, acc[ia], bb0.x);
+        float va1 = gate_half(acc[ia + 5], bb1.y, acc[ia + 1], bb1.x);
+        float vb0 = gate_half(acc[ia + 12], bb0.w, acc[ia + 8], bb0.z);
+        float vb1 = gate_half(acc[ia + 13], bb1.w, acc[ia + 9], bb1.z);
+        if (!t.valid[h]) va0 = va1 = vb0 = vb1 = 0.f;
+        pk[h] = pack_bf16x2(va0, va1);
+        pk[2 + h] = pack_bf16x2(vb0, vb1);
       }
+      stsm_x4_t(stsm_base + (uint32_t)gi * (8 * 128), pk);
+    }
+    bar_sync(BAR_WG + cw, 128);
+    if (one_owner) {
+      // rows (tid_wg >> 3) + 16 it: it 0, 1 are a rows (channel + 0, + 16), it 2, 3 b rows (with
+      // 16-channel chunks it 0 and 2 only).
 #pragma unroll
       for (int it = 0; it < 4; ++it) {
-        if (CH == 16 && (it & 1)) continue;  // (compile-time) as above
-        const int q = tid_wg + 128 * it;
-        const int row = q >> 3, cc = q & 7;
-        const int ch = 8 * cw + cc;  // 16-byte chunk of the 128-token tile
-        if (ch < nchunks) {
+        if (CH == 16 && (it & 1)) continue;  // (compile-time) no channel 16 + in a 16-channel chunk
+        const int row = (tid_wg >> 3) + 16 * it, cc = tid_wg & 7;
+        if (t.my_store) {
           const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
-          const int qr = own_rank[it], cl = own_chan[it];
-          bf16_raw* const dst = (row < 32 ? tgt.a[qr] : tgt.b[qr]) + ((int64_t)b * tgt.dloc + cl) * tgt.plane[qr] +
-                                (tgt.row0[qr] + i) * tgt.ld[qr] + tgt.col0[qr] + k0 + ch * 8;
-          *reinterpret_cast<uint4*>(dst) = v;
+          if constexpr (!PARTIAL) {
+            *reinterpret_cast<uint4*>((it < 2 ? t.pa : t.pb) + ((it & 1) ? plane16 : 0)) = v;
+          } else {
+            // the plane of this row's channel in the group; channels outside it are not stored
+            const int p = CH * (j - jb) + (tid_wg >> 3) + 16 * (it & 1) - sub;
+            if (p >= 0 && p < nch)
+              *reinterpret_cast<uint4*>((it < 2 ? tgt.a[0] : tgt.b[0]) + t.off0 + (int64_t)p * tgt.plane[0]) = v;
+          }
         }
-        // The same row of the next chunk is channel c + CH: advance (rank, channel) without a division.
-        int cl = own_chan[it] + CH, qr = own_rank[it];
-        while (cl >= tgt.dloc) {
-          cl -= tgt.dloc;
-          ++qr;
-        }
-        own_chan[it] = cl;
-        own_rank[it] = qr;
       }
+      if constexpr (!PARTIAL) {
+        t.pa += plane_ch;
+        t.pb += plane_ch;
+      }
+      return;
+    }
+#pragma unroll
+    for (int it = 0; it < 4; ++it) {
+      if (CH == 16 && (it & 1)) continue;  // (compile-time) as above
+      const int q = tid_wg + 128 * it;
+      const int row = q >> 3, cc = q & 7;
+      const int ch = 8 * cw + cc;  // 16-byte chunk of the 128-token tile
+      if (ch < t.nchunks) {
+        const uint4 v = *reinterpret_cast<const uint4*>(my_outs + row * 64 + ((cc ^ (row & 7)) << 3));
+        const int qr = t.own_rank[it], cl = t.own_chan[it];
+        bf16_raw* const dst = (row < 32 ? tgt.a[qr] : tgt.b[qr]) + ((int64_t)t.b * tgt.dloc + cl) * tgt.plane[qr] +
+                              (tgt.row0[qr] + t.i) * tgt.ld[qr] + tgt.col0[qr] + t.k0 + ch * 8;
+        *reinterpret_cast<uint4*>(dst) = v;
+      }
+      // The same row of the next chunk is channel c + CH: advance (rank, channel) without a division.
+      int cl = t.own_chan[it] + CH, qr = t.own_rank[it];
+      while (cl >= tgt.dloc) {
+        cl -= tgt.dloc;
+        ++qr;
+      }
+      t.own_chan[it] = cl;
+      t.own_rank[it] = qr;
+    }
+  };
+  // The biases of chunk j's first 8 channels (the epilogue's nb0, nb1).
+  auto first_bias = [&](int j, float4& nb0, float4& nb1) {
+    nb0 = p_bias[CH * j + 2 * t4];
+    nb1 = p_bias[CH * j + 2 * t4 + 1];
+  };
+
+  if constexpr (!C::LOOKAHEAD) {
+    // One accumulator set: a chunk's MMAs, then its epilogue (the other warpgroup's MMAs run meanwhile).
+    float acc[C::ACC];
+#pragma unroll
+    for (int k = 0; k < C::ACC; ++k) acc[k] = 0.f;
+    for (int u = 0; u < n_local; ++u) {
+      InTile t = begin_tile(u);
+      for (int j = jb; j < je; ++j) {
+        const int ws0 = mma_chunk(acc);
+        float4 nb0, nb1;
+        first_bias(j, nb0, nb1);
+        release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
+        fence_regs(acc);
+        epilogue(acc, t, j, nb0, nb1);
+      }
+    }
+  } else if (n_local > 0) {
+    // Look-ahead: two accumulator sets, the chunks of all this CTA's tiles as one stream. Chunk
+    // n + 1's MMAs are issued before chunk n's epilogue, so the tensor cores stay fed while this
+    // warpgroup gates and stores. (With one set a chunk's epilogue ran between the warpgroup's
+    // MMAs: at D = H = 128 ncu gave the tensor pipe 38 % busy, issue 42 %, DRAM 63 %: waiting,
+    // not bound by anything.) The next tile's LayerNorm rewrites the A tile that the MMAs read,
+    // so at a tile's end the last chunk is waited for and stored before it.
+    float acc0[C::ACC], acc1[C::ACC];
+#pragma unroll
+    for (int k = 0; k < C::ACC; ++k) acc0[k] = acc1[k] = 0.f;
+    // Every path through `step` leaves the same state (chunk c's MMAs complete, chunk c + 1's in
+    // flight in nxt), and the stream's last chunk is finished outside it: where one path issued
+    // and another did not, ptxas serialized every wgmma of the kernel (C7518).
+    const int per_tile = je - jb, total_chunks = n_local * per_tile;
+    InTile t = begin_tile(0);
+    int ws = mma_chunk(acc0);
+    int c = 0, j = jb;  // the chunk in flight in `cur`: the c-th of the stream, chunk j of its tile
+    auto step = [&](auto& cur, auto& nxt) {  // (c + 1 < total_chunks)
+      if (j + 1 < je) {
+        const int wsn = mma_chunk(nxt);
+        release_chunk<C::WKB, C::STAGES, C::WKB>(ws, rb, lane);  // (nxt's WKB groups may stay pending)
+        fence_regs(cur);
+        epilogue(cur, t, j, float4{}, float4{});
+        ws = wsn;
+        ++j;
+      } else {
+        release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
+        fence_regs(cur);
+        epilogue(cur, t, j, float4{}, float4{});
+        t = begin_tile((c + 1) / per_tile);
+        ws = mma_chunk(nxt);
+        j = jb;
+      }
+      ++c;
+    };
+    auto finish = [&](auto& cur) {
+      release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
+      fence_regs(cur);
+      epilogue(cur, t, j, float4{}, float4{});
+    };
+    while (true) {
+      if (c + 1 >= total_chunks) {
+        finish(acc0);
+        break;
+      }
+      step(acc0, acc1);
+      if (c + 1 >= total_chunks) {
+        finish(acc1);
+        break;
+      }
+      step(acc1, acc0);
     }
   }
   turn_finish(cw, ring.issued);

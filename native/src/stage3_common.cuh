@@ -128,80 +128,104 @@ __device__ __forceinline__ void ln_out_staged(const bf16_raw* zp, long long sz, 
 // tokens valid; lnow / lnob (H floats) may be shared or global; s_az: the A_z tile (128 rows,
 // k-blocks of 64 channels, 128B swizzle). The caller fences (async proxy) and synchronizes the
 // warpgroup before wgmma reads the tile.
+// In two halves up to kFusedOutMax: ln_out_load issues the loads into a ZPair, ln_out_store reduces
+// and writes it, so that a caller can load the next tile's z while this tile's MMAs run.
 template <int H>
-__device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, int b, int i, int j0, int jvalid,
-                                               long long ldz, long long sz, const float* lnow, const float* lnob,
-                                               float eps, uint32_t s_az, int cw, int warp, int lane) {
-  using namespace proj;
-  const int row = 64 * cw + 16 * warp + 2 * (lane & 7);
+struct ZPair {
+  uint32_t v[H / 32][8];  // channel pairs of the thread's two tokens
+  uint32_t keep;          // the tokens' validity as a mask of each pair's halves
+};
+__device__ __forceinline__ int ln_out_row(int cw, int warp, int lane) { return 64 * cw + 16 * warp + 2 * (lane & 7); }
+template <int H>
+__device__ __forceinline__ void ln_out_load(ZPair<H>& zr, const bf16_raw* __restrict__ z, int b, int i, int j0,
+                                            int jvalid, long long ldz, long long sz, int cw, int warp, int lane) {
+  const int row = ln_out_row(cw, warp, lane);
   const int q = lane >> 3;
   // The pair is read whole even when only its first token is valid (odd cols): the second
   // is then a padding column of the same z row (ldz >= cols + 1, checked on the host) and is
-  // zeroed below, as are pairs past the tile's valid tokens.
+  // zeroed in ln_out_store, as are pairs past the tile's valid tokens.
   const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
   // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
   // H / 4 addresses from the plane stride took about 8 instructions (ncu).
   const bf16_raw* zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu) {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      zr.v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
+      zp += sz;
+    }
+    zp += 24 * sz;
+  }
+  zr.keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
+}
+template <int H>
+__device__ __forceinline__ void ln_out_store(ZPair<H>& zr, const float* lnow, const float* lnob, float eps,
+                                             uint32_t s_az, int cw, int warp, int lane) {
+  const int row = ln_out_row(cw, warp, lane);
+  const int q = lane >> 3;
+  auto& v = zr.v;
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[uu][e] &= zr.keep;
+  float sum0 = 0.f, sum1 = 0.f;
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      sum0 += bf16_lo(v[uu][e]);
+      sum1 += bf16_hi(v[uu][e]);
+    }
+  sum_quarters(sum0, sum1);
+  const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
+  float sq0 = 0.f, sq1 = 0.f;
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
+      sq0 += d0 * d0;
+      sq1 += d1 * d1;
+    }
+  sum_quarters(sq0, sq1);
+  const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu) {
+    const int c0 = 32 * uu + 8 * q;
+    const float4 w0 = *reinterpret_cast<const float4*>(lnow + c0);
+    const float4 w1 = *reinterpret_cast<const float4*>(lnow + c0 + 4);
+    const float4 b0 = *reinterpret_cast<const float4*>(lnob + c0);
+    const float4 b1 = *reinterpret_cast<const float4*>(lnob + c0 + 4);
+    const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
+    const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
+    uint32_t pk0[4], pk1[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
+                           (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
+      pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
+                           (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
+    }
+    // channels c0 .. c0 + 7 of both tokens
+    st_shared_v4(az_chunk(s_az, uu, row, q), pk0);
+    st_shared_v4(az_chunk(s_az, uu, row + 1, q), pk1);
+  }
+}
+template <int H>
+__device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, int b, int i, int j0, int jvalid,
+                                               long long ldz, long long sz, const float* lnow, const float* lnob,
+                                               float eps, uint32_t s_az, int cw, int warp, int lane) {
   if constexpr (H > kFusedOutMax) {
+    const int row = ln_out_row(cw, warp, lane);
+    const int q = lane >> 3;
+    const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
+    const bf16_raw* zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
     ln_out_staged<H>(zp, sz, valid0, valid1, lnow, lnob, eps, s_az, row, q);
   } else {
-    uint32_t v[H / 32][8];
-#pragma unroll
-    for (int uu = 0; uu < H / 32; ++uu) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        v[uu][e] = __ldcs(reinterpret_cast<const unsigned int*>(zp));
-        zp += sz;
-      }
-      zp += 24 * sz;
-    }
-    const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
-#pragma unroll
-    for (int uu = 0; uu < H / 32; ++uu)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[uu][e] &= keep;
-    float sum0 = 0.f, sum1 = 0.f;
-#pragma unroll
-    for (int uu = 0; uu < H / 32; ++uu)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        sum0 += bf16_lo(v[uu][e]);
-        sum1 += bf16_hi(v[uu][e]);
-      }
-    sum_quarters(sum0, sum1);
-    const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
-    float sq0 = 0.f, sq1 = 0.f;
-#pragma unroll
-    for (int uu = 0; uu < H / 32; ++uu)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
-        sq0 += d0 * d0;
-        sq1 += d1 * d1;
-      }
-    sum_quarters(sq0, sq1);
-    const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
-#pragma unroll
-    for (int uu = 0; uu < H / 32; ++uu) {
-      const int c0 = 32 * uu + 8 * q;
-      const float4 w0 = *reinterpret_cast<const float4*>(lnow + c0);
-      const float4 w1 = *reinterpret_cast<const float4*>(lnow + c0 + 4);
-      const float4 b0 = *reinterpret_cast<const float4*>(lnob + c0);
-      const float4 b1 = *reinterpret_cast<const float4*>(lnob + c0 + 4);
-      const float w[8] = {w0.x, w0.y, w0.z, w0.w, w1.x, w1.y, w1.z, w1.w};
-      const float bb[8] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w};
-      uint32_t pk0[4], pk1[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
-                             (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
-        pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
-                             (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
-      }
-      // channels c0 .. c0 + 7 of both tokens
-      st_shared_v4(az_chunk(s_az, uu, row, q), pk0);
-      st_shared_v4(az_chunk(s_az, uu, row + 1, q), pk1);
-    }
+    ZPair<H> zr;
+    ln_out_load<H>(zr, z, b, i, j0, jvalid, ldz, sz, cw, warp, lane);
+    ln_out_store<H>(zr, lnow, lnob, eps, s_az, cw, warp, lane);
   }
 }
 

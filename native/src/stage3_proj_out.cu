@@ -47,6 +47,11 @@ struct OutCfg : ProjCfg<D, out_x_buffers(D), proj::x_tile_bytes(H) + (4 * D + 2 
   static constexpr int NCH = (D + 63) / 64;
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
   static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
+  // The next tile's z loaded into registers during this tile's last chunk (its MMAs and epilogue),
+  // so that LN_out does not wait for it at the tile's start (ncu at D = H = 128: long-scoreboard
+  // stalls first, tensor pipe 19 % busy). H / 4 registers beside LN_in(x)'s D / 4, both
+  // accumulators and the residual: up to D = H = 128.
+  static constexpr bool Z_AHEAD = D <= 128 && H <= 128;
 };
 
 template <int D, int H>
@@ -119,6 +124,14 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 
   uint32_t ax[C::KS][4];
   ChunkRing<C::STAGES> ring;
+  // Z_AHEAD: tile u's z, loaded during tile u - 1's last chunk (tile 0's here)
+  auto load_z = [&](ZPair<H>& zr, int u) {
+    const TokenTile tt = token_tile(u, tiles_k, rows);
+    ln_out_load<H>(zr, z, tt.b, tt.i, tt.kt * TOK, min(TOK, cols - tt.kt * TOK), ldz, sz, cw, warp, lane);
+  };
+  ZPair<C::Z_AHEAD ? H : 32> znext;
+  if constexpr (C::Z_AHEAD)
+    if (n_local > 0) load_z(znext, 0);
 
   for (int u = 0; u < n_local; ++u) {
     const TokenTile tt = token_tile(u, tiles_k, rows);
@@ -127,7 +140,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     const int jvalid = min(TOK, cols - j0);
 
     // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
-    ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
+    if constexpr (C::Z_AHEAD)
+      ln_out_store<H>(znext, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
+    else
+      ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
     fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
 
     // ---- LN_in(x) -> A fragments in registers
@@ -167,6 +183,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           if (4 * kb + ks < C::KS) wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
         }
       });
+      // (the loads stay in flight through this chunk's wait and epilogue)
+      if constexpr (C::Z_AHEAD)
+        if (j == C::NCH - 1 && u + 1 < n_local) load_z(znext, u + 1);
       // Biases of the epilogue's first channel pair, read while the MMAs run; each jj below reads
       // the next pair's before its gates (they waited on shared memory: ncu, 2026-12-01).
       float2 nbp = make_float2(0.f, 0.f), nbg = make_float2(0.f, 0.f);
