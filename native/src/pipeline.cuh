@@ -263,23 +263,54 @@ __device__ __forceinline__ void quad_sum(float& v0, float& v1) {
   v1 += __shfl_xor_sync(0xffffffffu, v1, 2);
 }
 
-template <int D>
-__device__ __forceinline__ void normalize_frags(uint32_t (&af)[D / 16][4], int lane, const float* gw, const float* gb,
-                                                float eps) {
+// The rest of a LayerNorm over the KS fragments of a warp's 16 rows once their row sums s0, s1
+// (this lane's part) are in: the quad sums, the means, the squared deviations, the reciprocal
+// standard deviations, then each fragment normalised. load(s, t) puts fragment s in t (read
+// twice: for the deviations, then to normalise), store(s, t) takes it normalised. normalize_frags
+// (fragments in registers), ln_in_frags_ring_split (some of them in shared memory) and
+// ln_in_to_smem (all of them there) are this with their own places, so their arithmetic and its
+// order are the same.
+template <int D, typename Load, typename Store>
+__device__ __forceinline__ void ln_finish(float s0, float s1, Load&& load, Store&& store, int lane, const float* gw,
+                                          const float* gb, float eps) {
   constexpr int KS = D / 16;
-  float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
-#pragma unroll
-  for (int s = 0; s < KS; ++s) frag_sums(af[s], s0, s1);
   quad_sum(s0, s1);
   const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
   float q0 = 0.f, q1 = 0.f;
+  uint32_t t[4];
 #pragma unroll
-  for (int s = 0; s < KS; ++s) frag_sq_devs(af[s], m0, m1, q0, q1);
+  for (int s = 0; s < KS; ++s) {
+    load(s, t);
+    frag_sq_devs(t, m0, m1, q0, q1);
+  }
   quad_sum(q0, q1);
   const float r0 = rsqrtf(q0 * (1.0f / D) + eps), r1 = rsqrtf(q1 * (1.0f / D) + eps);
   const int t2 = 2 * (lane & 3);
 #pragma unroll
-  for (int s = 0; s < KS; ++s) frag_normalize(af[s], 16 * s + t2, m0, r0, m1, r1, gw, gb);
+  for (int s = 0; s < KS; ++s) {
+    load(s, t);
+    frag_normalize(t, 16 * s + t2, m0, r0, m1, r1, gw, gb);
+    store(s, t);
+  }
+}
+
+template <int D>
+__device__ __forceinline__ void normalize_frags(uint32_t (&af)[D / 16][4], int lane, const float* gw, const float* gb,
+                                                float eps) {
+  float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
+#pragma unroll
+  for (int s = 0; s < D / 16; ++s) frag_sums(af[s], s0, s1);
+  ln_finish<D>(
+      s0, s1,
+      [&](int s, uint32_t(&t)[4]) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) t[e] = af[s][e];
+      },
+      [&](int s, const uint32_t(&t)[4]) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) af[s][e] = t[e];
+      },
+      lane, gw, gb, eps);
 }
 
 // LN_in of this warp's 16 tokens of the u-th tile (rows 64 cw + 16 warp .. of its x tile in
@@ -360,30 +391,19 @@ __device__ __forceinline__ void ln_in_to_smem(RingPos<XSLOTS>& xr, const RingBar
   auto src = [&](int s) {
     return swz128(s_x + (uint32_t)slot[s >> 2] * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4));
   };
-  uint32_t t[4];
   float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
 #pragma unroll
   for (int s = 0; s < KS; ++s) {
+    uint32_t t[4];
     ldsm_x4(t, src(s));
     frag_sums(t, s0, s1);
   }
-  quad_sum(s0, s1);
-  const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
-  float q0 = 0.f, q1 = 0.f;
-#pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    ldsm_x4(t, src(s));
-    frag_sq_devs(t, m0, m1, q0, q1);
-  }
-  quad_sum(q0, q1);
-  const float r0 = rsqrtf(q0 * (1.0f / D) + eps), r1 = rsqrtf(q1 * (1.0f / D) + eps);
-  const int t2 = 2 * (lane & 3);
-#pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    ldsm_x4(t, src(s));
-    frag_normalize(t, 16 * s + t2, m0, r0, m1, r1, lnw, lnb);
-    stsm_x4(swz128(s_dst + (uint32_t)(s >> 2) * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)), t);
-  }
+  ln_finish<D>(
+      s0, s1, [&](int s, uint32_t(&t)[4]) { ldsm_x4(t, src(s)); },
+      [&](int s, const uint32_t(&t)[4]) {
+        stsm_x4(swz128(s_dst + (uint32_t)(s >> 2) * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)), t);
+      },
+      lane, lnw, lnb, eps);
   fence_proxy_async_smem();  // this lane's reads of the slots, before the TMAs that refill them
   __syncwarp();
   if (lane == 0)
@@ -407,7 +427,7 @@ __device__ __forceinline__ void ln_in_frags_ring_split(uint32_t (&af)[KR / 16][4
                                                        int warp, int lane, const float* lnw, const float* lnb,
                                                        float eps) {
   static_assert(KR % 64 == 0 && KR < D, "the register part is whole k-blocks, the tail the rest");
-  constexpr int KSR = KR / 16, KS = D / 16;
+  constexpr int KSR = KR / 16;
   const int r = 64 * cw + 16 * warp + (lane & 15);
   // fragment s of the tail (s >= KSR): where ldmatrix reads it from an x slot, relative to the tail
   auto tail_at = [&](int s) {
@@ -426,34 +446,26 @@ __device__ __forceinline__ void ln_in_frags_ring_split(uint32_t (&af)[KR / 16][4
       stsm_x4(tail_at(s), t);
     }
   });
-  quad_sum(s0, s1);
-  const float m0 = s0 * (1.0f / D), m1 = s1 * (1.0f / D);
-  float q0 = 0.f, q1 = 0.f;
+  ln_finish<D>(
+      s0, s1,
+      [&](int s, uint32_t(&t)[4]) {
+        if (s < KSR) {
 #pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    if (s < KSR) {
-      frag_sq_devs(af[s], m0, m1, q0, q1);
-    } else {
-      uint32_t t[4];
-      ldsm_x4(t, tail_at(s));
-      frag_sq_devs(t, m0, m1, q0, q1);
-    }
-  }
-  quad_sum(q0, q1);
-  const float r0 = rsqrtf(q0 * (1.0f / D) + eps), r1 = rsqrtf(q1 * (1.0f / D) + eps);
-  const int t2 = 2 * (lane & 3);
+          for (int e = 0; e < 4; ++e) t[e] = af[s][e];
+        } else {
+          ldsm_x4(t, tail_at(s));
+        }
+      },
+      [&](int s, const uint32_t(&t)[4]) {
+        if (s < KSR) {
 #pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    if (s < KSR) {
-      frag_normalize(af[s], 16 * s + t2, m0, r0, m1, r1, lnw, lnb);
-    } else {
-      uint32_t t[4];
-      ldsm_x4(t, tail_at(s));
-      frag_normalize(t, 16 * s + t2, m0, r0, m1, r1, lnw, lnb);
-      __syncwarp();  // every lane's rows are read before any lane overwrites them
-      stsm_x4(tail_at(s), t);
-    }
-  }
+          for (int e = 0; e < 4; ++e) af[s][e] = t[e];
+        } else {
+          __syncwarp();  // every lane's rows are read before any lane overwrites them
+          stsm_x4(tail_at(s), t);
+        }
+      },
+      lane, lnw, lnb, eps);
 }
 
 // The wgmma descriptor of warpgroup cw's 64 rows of the tail (8 KiB into each of its k-blocks),
