@@ -24,10 +24,14 @@
 namespace foldcp {
 
 // Two accumulator sets, one chunk issued ahead of the epilogue (the consumer loop's look-ahead),
-// up to D = 128. The 2 x 64 accumulators leave no room for LN_in(x) in registers (with it, ptxas
-// spilled 26-742 B at D = 32..128), so the look-ahead keeps the normalised tile in shared memory
-// (32 KiB at D = 128) and its wgmmas read A from there.
-constexpr bool in_lookahead(int D) { return D <= 128; }
+// for D up to kLookaheadMaxD (at most 128). The 2 x 64 accumulators leave no room for LN_in(x) in
+// registers (with it, ptxas spilled 26-742 B at D = 32..128), so the look-ahead keeps the
+// normalised tile in shared memory (32 KiB at D = 128) and its wgmmas read A from there.
+// Off (0) until a same-run A/B says it wins: its first GPU run (H100, 2026-12-06) passed every
+// CUDA test, but the C++ bench of that run, beside another run's numbers, gave stage 1 at
+// (1,2048,128) 2.20 ms where the one-set kernel took 1.59 (native/NOTES-gpu.md).
+constexpr int kLookaheadMaxD = 0;
+constexpr bool in_lookahead(int D) { return D <= kLookaheadMaxD; }
 // The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
 // before held (4, 3, 2 or 1 tiles by tile size: enough to cover the HBM latency when tiles are
 // short); above, 3 slots, so that a chunk plus one k-block of weights still fits (a tile of x no

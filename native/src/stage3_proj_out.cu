@@ -50,8 +50,11 @@ struct OutCfg : ProjCfg<D, out_x_buffers(D), proj::x_tile_bytes(H) + (4 * D + 2 
   // The next tile's z loaded into registers during this tile's last chunk (its MMAs and epilogue),
   // so that LN_out does not wait for it at the tile's start (ncu at D = H = 128: long-scoreboard
   // stalls first, tensor pipe 19 % busy). H / 4 registers beside LN_in(x)'s D / 4, both
-  // accumulators and the residual: up to D = H = 128.
-  static constexpr bool Z_AHEAD = D <= 128 && H <= 128;
+  // accumulators and the residual: up to D = H = kZAheadMax (at most 128; above, ptxas spills).
+  // Off (0) until a same-run A/B says it wins (first GPU run: correct; not timed against the
+  // kernel without it).
+  static constexpr int kZAheadMax = 0;
+  static constexpr bool Z_AHEAD = D <= kZAheadMax && H <= kZAheadMax;
 };
 
 template <int D, int H>
