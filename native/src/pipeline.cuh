@@ -267,9 +267,8 @@ __device__ __forceinline__ void quad_sum(float& v0, float& v1) {
 // (this lane's part) are in: the quad sums, the means, the squared deviations, the reciprocal
 // standard deviations, then each fragment normalised. load(s, t) puts fragment s in t (read
 // twice: for the deviations, then to normalise), store(s, t) takes it normalised. normalize_frags
-// (fragments in registers), ln_in_frags_ring_split (some of them in shared memory) and
-// ln_in_to_smem (all of them there) are this with their own places, so their arithmetic and its
-// order are the same.
+// (fragments in registers) and ln_in_frags_ring_split (some of them in shared memory) are this
+// with their own places, so their arithmetic and its order are the same.
 template <int D, typename Load, typename Store>
 __device__ __forceinline__ void ln_finish(float s0, float s1, Load&& load, Store&& store, int lane, const float* gw,
                                           const float* gb, float eps) {
@@ -362,53 +361,6 @@ __device__ __forceinline__ void ln_in_frags_ring(uint32_t (&af)[D / 16][4], Ring
   walk_x_ring<D>(xr, bars, s_x, 64 * cw + 16 * warp + (lane & 15), lane,
                  [&](int s, uint32_t addr) { ldsm_x4(af[s], addr); });
   normalize_frags<D>(af, lane, lnw, lnb, eps);
-}
-
-// LN_in of this warp's 16 rows of a tile from the x ring straight into the A tile at s_dst
-// (k-blocks of 64 channels x 128 rows, 128B swizzle: an x tile's layout, which wgmma reads through
-// a descriptor), for stage 1's look-ahead, whose two accumulator sets leave no room for a tile of
-// A fragments (holding them during the LayerNorm spilled 106 B at D = 128). The tile's NKB slots
-// stay held while three passes read them with ldmatrix, one fragment at a time: the row sums, the
-// squared deviations, then the normalised fragment, written by stmatrix where ldmatrix would read
-// it in s_dst. The arithmetic and its order are normalize_frags's. Then each lane fences its reads
-// (async proxy: the producer's next TMA into a slot) and the warp releases the slots. The caller
-// fences its writes (async proxy) and syncs the warpgroup before its wgmmas read the tile, and
-// writes it only once the wgmmas that read the previous tile are complete.
-template <int D, int XSLOTS>
-__device__ __forceinline__ void ln_in_to_smem(RingPos<XSLOTS>& xr, const RingBars& bars, uint32_t s_x,
-                                              uint32_t s_dst, int cw, int warp, int lane, const float* lnw,
-                                              const float* lnb, float eps) {
-  constexpr int NKB = (D + 63) / 64, KS = D / 16;
-  static_assert(NKB <= XSLOTS, "a tile's k-blocks must fit the ring at once");
-  const int r = 64 * cw + 16 * warp + (lane & 15);
-  int slot[NKB];
-#pragma unroll
-  for (int kb = 0; kb < NKB; ++kb) {
-    slot[kb] = xr.slot;
-    mbar_wait(bars.xfull(xr.slot), xr.phase);
-    xr.next();
-  }
-  auto src = [&](int s) {
-    return swz128(s_x + (uint32_t)slot[s >> 2] * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4));
-  };
-  float s0 = 0.f, s1 = 0.f;  // row g, row g + 8
-#pragma unroll
-  for (int s = 0; s < KS; ++s) {
-    uint32_t t[4];
-    ldsm_x4(t, src(s));
-    frag_sums(t, s0, s1);
-  }
-  ln_finish<D>(
-      s0, s1, [&](int s, uint32_t(&t)[4]) { ldsm_x4(t, src(s)); },
-      [&](int s, const uint32_t(&t)[4]) {
-        stsm_x4(swz128(s_dst + (uint32_t)(s >> 2) * proj::KB_BYTES, r, 2 * (s & 3) + (lane >> 4)), t);
-      },
-      lane, lnw, lnb, eps);
-  fence_proxy_async_smem();  // this lane's reads of the slots, before the TMAs that refill them
-  __syncwarp();
-  if (lane == 0)
-#pragma unroll
-    for (int kb = 0; kb < NKB; ++kb) mbar_arrive(bars.xempty(slot[kb]));
 }
 
 // As ln_in_frags_ring, keeping only channels 0 .. KR - 1 in registers (af): channels KR .. D - 1

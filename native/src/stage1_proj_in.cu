@@ -10,9 +10,8 @@
 // Per chunk each consumer warpgroup computes 64 tokens x 128 rows (K = D) into 64 fp32 registers
 // per thread (64 rows into 32 above D = 384), then the gates; a and b go through an 8 KiB
 // transposing buffer per warpgroup to 16-byte stores of 8 tokens of one channel (the AbTarget
-// layout). A = LN_in(x): wgmma A fragments in registers (channels past 256 in shared memory); up
-// to D = 128 all of it in shared memory, for the look-ahead's second accumulator set
-// (in_lookahead: the next chunk's MMAs run during this chunk's epilogue).
+// layout). A = LN_in(x): wgmma A fragments in registers (channels past 256 in shared memory).
+// With the look-ahead (in_lookahead) the next chunk's MMAs run during this chunk's epilogue.
 #include <climits>
 #include <cstdint>
 
@@ -24,12 +23,12 @@
 namespace foldcp {
 
 // Two accumulator sets, one chunk issued ahead of the epilogue (the consumer loop's look-ahead),
-// for D up to kLookaheadMaxD (at most 128). The 2 x 64 accumulators leave no room for LN_in(x) in
-// registers (with it, ptxas spilled 26-742 B at D = 32..128), so the look-ahead keeps the
-// normalised tile in shared memory (32 KiB at D = 128) and its wgmmas read A from there.
-// Off (0) until a same-run A/B says it wins: its first GPU run (H100, 2026-12-06) passed every
-// CUDA test, but the C++ bench of that run, beside another run's numbers, gave stage 1 at
-// (1,2048,128) 2.20 ms where the one-set kernel took 1.59 (native/NOTES-gpu.md).
+// for D up to kLookaheadMaxD: over chunks of 16 hidden channels (m64n64, 2 x 32 accumulators)
+// with LN_in(x) in registers, so that the wgmmas read only B from shared memory. (The first
+// look-ahead kept 32-channel chunks, 2 x 64 accumulators, and so had to move LN_in(x) to shared
+// memory: its m64n128 SS wgmmas read about 96 B per clock of shared memory against about 64 for
+// RS, and its first GPU run timed slower; see native/NOTES-gpu.md.) ptxas: no spills up to
+// D = 160 (24-376 B from 192 to 256). Off (0) until a same-run A/B says it wins (128 for the A/B).
 constexpr int kLookaheadMaxD = 0;
 constexpr bool in_lookahead(int D) { return D <= kLookaheadMaxD; }
 // The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
@@ -37,8 +36,7 @@ constexpr bool in_lookahead(int D) { return D <= kLookaheadMaxD; }
 // short); above, 3 slots, so that a chunk plus one k-block of weights still fits (a tile of x no
 // longer needs to: the consumers take it k-block by k-block).
 constexpr int in_x_slots(int D) {
-  return in_lookahead(D)                        ? 4  // 2 tiles at D = 96, 128 (room for the A tile and the weights), 4 below
-         : D > 256                              ? 3
+  return D > 256                                ? 3
          : proj::x_tile_bytes(D) <= 16384 ? 4 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 32768 ? 3 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 49152 ? 2 * ((D + 63) / 64)
@@ -49,14 +47,14 @@ constexpr int in_x_slots(int D) {
 // there, so that the chunk loop's registers stay those of D = 256. (The whole of LN_in(x) beside
 // the accumulators spilled from D = 288 and had ptxas serialize the wgmmas from D = 320: 888 B of
 // spills at D = 384, 2.4 KB at 512; with the tail, no serialization up to D = 384.)
-constexpr int in_reg_width(int D) { return in_lookahead(D) ? 0 : D > 256 ? 256 : D; }
+constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
 // Hidden channels per W1 chunk: 32 (128 rows: p_a, g_a, p_b, g_b of 32 channels in 8-row groups;
 // an m64n128 accumulator of 64 registers) up to D = 384. Above, a tail of up to 256 channels
 // (64 KiB) and a weight ring of a 128-row chunk plus one k-block (9 slots of 16 KiB) do not fit
 // beside the x ring; chunks of 16 channels (64 rows, slots of 8 KiB, m64n64, 32 accumulator
 // registers) do, with a ring of a chunk plus two. The gates, the transposing buffer and the
 // stores are the same per group of 8 channels, two groups per chunk instead of four.
-constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
+constexpr int in_chunk_channels(int D) { return D > 384 || in_lookahead(D) ? 16 : 32; }
 
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
 // buffer of 64 channel rows (32 a, 32 b; rows 0..15 and 32..47 with 16-channel chunks) x 64
@@ -108,7 +106,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t base = aligned_smem(smem_raw, &sm);
   const uint32_t s_x = base;                                  // NXBUF x k-block slots
   const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
-  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256; all of it with the look-ahead)
+  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256)
   const uint32_t s_o = s_tail + C::TAIL;                      // transposing buffers
   bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
   float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
@@ -176,7 +174,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const bool one_owner = tgt.dloc >= nch;
   const int64_t plane16 = 16 * tgt.plane[0], plane_ch = CH * tgt.plane[0];
 
-  uint32_t af[C::KR > 0 ? C::KR / 16 : 1][4];  // (unused with the look-ahead: A from s_tail)
+  uint32_t af[C::KR / 16][4];
   const uint64_t da_tail = tail_desc(s_tail, cw);  // (D > 256)
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
@@ -230,12 +228,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     }
 
     // (each x slot is released as soon as this warp's rows of it are in registers)
-    if constexpr (C::LOOKAHEAD) {
-      // (the tile's previous chunks' wgmmas, which read s_tail, are complete: see the chunk stream)
-      ln_in_to_smem<D, C::NXBUF>(xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
-      fence_proxy_async_smem();   // the stmatrix writes, before the wgmmas read them
-      bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's A tile are written
-    } else if constexpr (C::TAIL > 0) {
+    if constexpr (C::TAIL > 0) {
       ln_in_frags_ring_split<D, C::KR, C::NXBUF>(af, xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
       fence_proxy_async_smem();   // the tail's stmatrix writes, before the wgmmas read them
       bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's tail are written
@@ -262,12 +255,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           else
             wgmma_m64n64k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
         } else if (k < C::KS) {
-          if constexpr (CH == 32 && C::LOOKAHEAD) {
-            if (k == 0)  // (the chunk's first k16 step: acc write-only)
-              wgmma_m64n128k16_ss_first(acc, tail_step(da_tail, 0), dbk);
-            else
-              wgmma_m64n128k16_ss(acc, tail_step(da_tail, k), dbk, 1);
-          } else if constexpr (CH == 32)
+          if constexpr (CH == 32)
             wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
           else
             wgmma_m64n64k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
@@ -395,7 +383,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // n + 1's MMAs are issued before chunk n's epilogue, so the tensor cores stay fed while this
     // warpgroup gates and stores. (With one set a chunk's epilogue ran between the warpgroup's
     // MMAs: at D = H = 128 ncu gave the tensor pipe 38 % busy, issue 42 %, DRAM 63 %: waiting,
-    // not bound by anything.) The next tile's LayerNorm rewrites the A tile that the MMAs read,
+    // not bound by anything.) The next tile's LayerNorm rewrites af, which the RS wgmmas read,
     // so at a tile's end the last chunk is waited for and stored before it.
     float acc0[C::ACC], acc1[C::ACC];
 #pragma unroll

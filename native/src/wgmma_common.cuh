@@ -216,29 +216,6 @@ __device__ __forceinline__ void wgmma_m64n128k16_ss(float (&d)[64], uint64_t da,
       : "memory");
 }
 
-// d[64 x 128] = A * B as wgmma_m64n128k16_ss, d write-only: the first k16 step of a chunk. With
-// "+f" the old accumulators count as read, so they stay live from one chunk's epilogue to the
-// next chunk's MMAs, which stage 1's look-ahead (two accumulator sets) has no registers for.
-#define ACC8W(i)                                                                                   \
-  "=f"(d[i + 0]), "=f"(d[i + 1]), "=f"(d[i + 2]), "=f"(d[i + 3]), "=f"(d[i + 4]), "=f"(d[i + 5]), \
-      "=f"(d[i + 6]), "=f"(d[i + 7])
-__device__ __forceinline__ void wgmma_m64n128k16_ss_first(float (&d)[64], uint64_t da, uint64_t db) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %66, 0;\n"  // false: scale-d off, d = A * B
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
-      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
-      "}, %64, %65, p, 1, 1, 0, 0;\n"
-      "}\n"
-      : ACC8W(0), ACC8W(8), ACC8W(16), ACC8W(24), ACC8W(32), ACC8W(40), ACC8W(48), ACC8W(56)
-      : "l"(da), "l"(db), "r"(0)
-      : "memory");
-}
-
 // d[64 x 64] (+)= A[64 x 16] * B[16 x 64], both K-major in shared memory (descriptors da, db).
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t da, uint64_t db, int scale_d) {
   asm volatile(
