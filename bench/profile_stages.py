@@ -8,6 +8,8 @@ outgoing forward's three stage kernels (the first two are the bench's warm-up):
   ncu --import rep.ncu-rep --csv --page raw --print-units base > ncu.csv
   python3 bench/profile_stages.py --summarize ncu.csv
 
+(A forward in channel groups launches stages 1 and 2 once per group: the skip and count then
+miss the third forward; the profiled shapes run ungrouped.)
 `--summarize` turns ncu's raw CSV into one line per kernel: duration, SM and DRAM throughput, tensor
 pipe and issue-slot use, and the top warp stall reasons (the numbers that tell an issue-bound
 epilogue from a memory-bound or latency-bound one). (A torch-driven forward under ncu ended with

@@ -28,7 +28,8 @@ namespace foldcp {
 // look-ahead kept 32-channel chunks, 2 x 64 accumulators, and so had to move LN_in(x) to shared
 // memory: its m64n128 SS wgmmas read about 96 B per clock of shared memory against about 64 for
 // RS, and its first GPU run timed slower; see native/NOTES-gpu.md.) ptxas: no spills up to
-// D = 160 (24-376 B from 192 to 256). Off (0) until a same-run A/B says it wins (128 for the A/B).
+// D = 160 (24-136 B at 192); at most 192 (the waits of release_chunk, asserted in the kernel).
+// Off (0) until a same-run A/B says it wins (128 for the A/B).
 constexpr int kLookaheadMaxD = 0;
 constexpr bool in_lookahead(int D) { return D <= kLookaheadMaxD; }
 // The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
@@ -100,6 +101,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   using C = InCfg<D>;
   // With the look-ahead a warpgroup holds two chunks' weight slots until the older one's MMAs are done.
   static_assert(!C::LOOKAHEAD || C::STAGES >= 2 * C::WKB, "the weight ring must hold two chunks");
+  // ... and release_chunk's waits (up to 2 WKB - 1 groups pending) must stay within what
+  // wgmma_wait_upto names exactly (6; above, it waits for all: correct, but no look-ahead).
+  static_assert(!C::LOOKAHEAD || 2 * C::WKB - 1 <= 6, "the look-ahead's waits outgrow wgmma_wait_upto");
   __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
