@@ -360,11 +360,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       t.own_rank[it] = qr;
     }
   };
-  // The biases of chunk j's first 8 channels (the epilogue's nb0, nb1).
-  auto first_bias = [&](int j, float4& nb0, float4& nb1) {
-    nb0 = p_bias[CH * j + 2 * t4];
-    nb1 = p_bias[CH * j + 2 * t4 + 1];
-  };
 
   if constexpr (!C::LOOKAHEAD) {
     // One accumulator set: a chunk's MMAs, then its epilogue (the other warpgroup's MMAs run meanwhile).
@@ -375,8 +370,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       InTile t = begin_tile(u);
       for (int j = jb; j < je; ++j) {
         const int ws0 = mma_chunk(acc);
-        float4 nb0, nb1;
-        first_bias(j, nb0, nb1);
+        // the biases of the chunk's first 8 channels (the epilogue's nb0, nb1)
+        const float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
         release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
         fence_regs(acc);
         epilogue(acc, t, j, nb0, nb1);
@@ -399,6 +394,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     InTile t = begin_tile(0);
     int ws = mma_chunk(acc0);
     int c = 0, j = jb;  // the chunk in flight in `cur`: the c-th of the stream, chunk j of its tile
+    // chunk j of the tile in flight in cur, with nothing issued after it: complete and store it
+    auto finish = [&](auto& cur) {
+      release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
+      fence_regs(cur);
+      epilogue(cur, t, j, float4{}, float4{});
+    };
     auto step = [&](auto& cur, auto& nxt) {  // (c + 1 < total_chunks)
       if (j + 1 < je) {
         const int wsn = mma_chunk(nxt);
@@ -408,19 +409,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         ws = wsn;
         ++j;
       } else {
-        release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
-        fence_regs(cur);
-        epilogue(cur, t, j, float4{}, float4{});
+        finish(cur);
         t = begin_tile((c + 1) / per_tile);
         ws = mma_chunk(nxt);
         j = jb;
       }
       ++c;
-    };
-    auto finish = [&](auto& cur) {
-      release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
-      fence_regs(cur);
-      epilogue(cur, t, j, float4{}, float4{});
     };
     while (true) {
       if (c + 1 >= total_chunks) {
