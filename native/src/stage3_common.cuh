@@ -136,18 +136,34 @@ struct ZPair {
   uint32_t keep;          // the tokens' validity as a mask of each pair's halves
 };
 __device__ __forceinline__ int ln_out_row(int cw, int warp, int lane) { return 64 * cw + 16 * warp + 2 * (lane & 7); }
+// A thread's token pair of the tile and where its z starts (both forms of LN_out read it so).
+struct ZThread {
+  int row, q;           // the pair's first tile row, the quarter of the channels
+  bool valid0, valid1;  // the pair's tokens lie inside the tile's valid ones
+  const bf16_raw* zp;   // channel 8 q of the first token (of row 0 when neither is valid)
+};
+template <int H>
+__device__ __forceinline__ ZThread ln_out_thread(const bf16_raw* __restrict__ z, int b, int i, int j0, int jvalid,
+                                                 long long ldz, long long sz, int cw, int warp, int lane) {
+  ZThread t;
+  t.row = ln_out_row(cw, warp, lane);
+  t.q = lane >> 3;
+  // The pair is read whole even when only its first token is valid (odd cols): the second
+  // is then a padding column of the same z row (ldz >= cols + 1, checked on the host) and is
+  // zeroed after the loads, as are pairs past the tile's valid tokens.
+  t.valid0 = t.row < jvalid;
+  t.valid1 = t.row + 1 < jvalid;
+  // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
+  // H / 4 addresses from the plane stride took about 8 instructions (ncu).
+  t.zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (t.valid0 ? t.row : 0) + (int64_t)(8 * t.q) * sz;
+  return t;
+}
 template <int H>
 __device__ __forceinline__ void ln_out_load(ZPair<H>& zr, const bf16_raw* __restrict__ z, int b, int i, int j0,
                                             int jvalid, long long ldz, long long sz, int cw, int warp, int lane) {
-  const int row = ln_out_row(cw, warp, lane);
-  const int q = lane >> 3;
-  // The pair is read whole even when only its first token is valid (odd cols): the second
-  // is then a padding column of the same z row (ldz >= cols + 1, checked on the host) and is
-  // zeroed in ln_out_store, as are pairs past the tile's valid tokens.
-  const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
-  // One pointer walked channel by channel: a 64-bit add per load, where computing each of the
-  // H / 4 addresses from the plane stride took about 8 instructions (ncu).
-  const bf16_raw* zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
+  const ZThread th = ln_out_thread<H>(z, b, i, j0, jvalid, ldz, sz, cw, warp, lane);
+  const bool valid0 = th.valid0, valid1 = th.valid1;
+  const bf16_raw* zp = th.zp;
 #pragma unroll
   for (int uu = 0; uu < H / 32; ++uu) {
 #pragma unroll
@@ -217,11 +233,8 @@ __device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, i
                                                long long ldz, long long sz, const float* lnow, const float* lnob,
                                                float eps, uint32_t s_az, int cw, int warp, int lane) {
   if constexpr (H > kFusedOutMax) {
-    const int row = ln_out_row(cw, warp, lane);
-    const int q = lane >> 3;
-    const bool valid0 = row < jvalid, valid1 = row + 1 < jvalid;
-    const bf16_raw* zp = z + (int64_t)b * H * sz + (int64_t)i * ldz + j0 + (valid0 ? row : 0) + (int64_t)(8 * q) * sz;
-    ln_out_staged<H>(zp, sz, valid0, valid1, lnow, lnob, eps, s_az, row, q);
+    const ZThread th = ln_out_thread<H>(z, b, i, j0, jvalid, ldz, sz, cw, warp, lane);
+    ln_out_staged<H>(th.zp, sz, th.valid0, th.valid1, lnow, lnob, eps, s_az, th.row, th.q);
   } else {
     ZPair<H> zr;
     ln_out_load<H>(zr, z, b, i, j0, jvalid, ldz, sz, cw, warp, lane);
