@@ -11,7 +11,6 @@
 // per thread (64 rows into 32 above D = 384), then the gates; a and b go through an 8 KiB
 // transposing buffer per warpgroup to 16-byte stores of 8 tokens of one channel (the AbTarget
 // layout). A = LN_in(x): wgmma A fragments in registers (channels past 256 in shared memory).
-// With the look-ahead (in_lookahead) the next chunk's MMAs run during this chunk's epilogue.
 #include <climits>
 #include <cstdint>
 
@@ -22,16 +21,6 @@
 
 namespace foldcp {
 
-// Two accumulator sets, one chunk issued ahead of the epilogue (the consumer loop's look-ahead),
-// for D up to kLookaheadMaxD: over chunks of 16 hidden channels (m64n64, 2 x 32 accumulators)
-// with LN_in(x) in registers, so that the wgmmas read only B from shared memory. (The first
-// look-ahead kept 32-channel chunks, 2 x 64 accumulators, and so had to move LN_in(x) to shared
-// memory: its m64n128 SS wgmmas read about 96 B per clock of shared memory against about 64 for
-// RS, and its first GPU run timed slower; see native/NOTES-gpu.md.) ptxas: no spills up to
-// D = 160 (24-136 B at 192); at most 192 (the waits of release_chunk, asserted in the kernel).
-// Off (0) until a same-run A/B says it wins (128 for the A/B).
-constexpr int kLookaheadMaxD = 0;
-constexpr bool in_lookahead(int D) { return D <= kLookaheadMaxD; }
 // The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
 // before held (4, 3, 2 or 1 tiles by tile size: enough to cover the HBM latency when tiles are
 // short); above, 3 slots, so that a chunk plus one k-block of weights still fits (a tile of x no
@@ -55,7 +44,7 @@ constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
 // beside the x ring; chunks of 16 channels (64 rows, slots of 8 KiB, m64n64, 32 accumulator
 // registers) do, with a ring of a chunk plus two. The gates, the transposing buffer and the
 // stores are the same per group of 8 channels, two groups per chunk instead of four.
-constexpr int in_chunk_channels(int D) { return D > 384 || in_lookahead(D) ? 16 : 32; }
+constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
 
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
 // buffer of 64 channel rows (32 a, 32 b; rows 0..15 and 32..47 with 16-channel chunks) x 64
@@ -73,7 +62,6 @@ struct InCfg : ProjCfg<D, in_x_slots(D),
   static constexpr int WROWS = 4 * CH;                     // W1 rows per chunk
   static constexpr int ACC = WROWS / 2;                    // accumulator registers (m64 x WROWS / 128 threads)
   static constexpr int GROUPS = CH / 8;                    // groups of 8 channels per chunk
-  static constexpr bool LOOKAHEAD = in_lookahead(D);
 };
 
 // What the epilogues of a tile's chunks need: set up with the tile's LayerNorm, the store
@@ -99,11 +87,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
                          int H, int out_rows, int tiles_k, int total) {
   using namespace proj;
   using C = InCfg<D>;
-  // With the look-ahead a warpgroup holds two chunks' weight slots until the older one's MMAs are done.
-  static_assert(!C::LOOKAHEAD || C::STAGES >= 2 * C::WKB, "the weight ring must hold two chunks");
-  // ... and release_chunk's waits (up to 2 WKB - 1 groups pending) must stay within what
-  // wgmma_wait_upto names exactly (6; above, it waits for all: correct, but no look-ahead).
-  static_assert(!C::LOOKAHEAD || 2 * C::WKB - 1 <= 6, "the look-ahead's waits outgrow wgmma_wait_upto");
   __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
@@ -283,19 +266,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     bar_sync(BAR_WG + cw, 128);  // the previous chunk's reads of the buffer are done
 #pragma unroll
     for (int gi = 0; gi < C::GROUPS; ++gi) {
-      float4 bb0, bb1;
-      if constexpr (C::LOOKAHEAD) {
-        // (the chunk in flight keeps the tensor cores busy while these loads wait; read ahead,
-        // they cost the look-ahead 8 registers it does not have)
-        bb0 = p_bias[CH * j + 8 * gi + 2 * t4];
-        bb1 = p_bias[CH * j + 8 * gi + 2 * t4 + 1];
-      } else {
-        bb0 = nb0;
-        bb1 = nb1;
-        if (gi + 1 < C::GROUPS) {
-          nb0 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4];
-          nb1 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4 + 1];
-        }
+      const float4 bb0 = nb0, bb1 = nb1;
+      if (gi + 1 < C::GROUPS) {
+        nb0 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4];
+        nb1 = p_bias[CH * j + 8 * (gi + 1) + 2 * t4 + 1];
       }
       uint32_t pk[4];  // matrices (a, tokens g), (a, g + 8), (b, g), (b, g + 8)
 #pragma unroll
@@ -361,72 +335,19 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     }
   };
 
-  if constexpr (!C::LOOKAHEAD) {
-    // One accumulator set: a chunk's MMAs, then its epilogue (the other warpgroup's MMAs run meanwhile).
-    float acc[C::ACC];
+  // One accumulator set: a chunk's MMAs, then its epilogue (the other warpgroup's MMAs run meanwhile).
+  float acc[C::ACC];
 #pragma unroll
-    for (int k = 0; k < C::ACC; ++k) acc[k] = 0.f;
-    for (int u = 0; u < n_local; ++u) {
-      InTile t = begin_tile(u);
-      for (int j = jb; j < je; ++j) {
-        const int ws0 = mma_chunk(acc);
-        // the biases of the chunk's first 8 channels (the epilogue's nb0, nb1)
-        const float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
-        release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
-        fence_regs(acc);
-        epilogue(acc, t, j, nb0, nb1);
-      }
-    }
-  } else if (n_local > 0) {
-    // Look-ahead: two accumulator sets, the chunks of all this CTA's tiles as one stream. Chunk
-    // n + 1's MMAs are issued before chunk n's epilogue, so the tensor cores stay fed while this
-    // warpgroup gates and stores. (With one set a chunk's epilogue ran between the warpgroup's
-    // MMAs: at D = H = 128 ncu gave the tensor pipe 38 % busy, issue 42 %, DRAM 63 %: waiting,
-    // not bound by anything.) The next tile's LayerNorm rewrites af, which the RS wgmmas read,
-    // so at a tile's end the last chunk is waited for and stored before it.
-    float acc0[C::ACC], acc1[C::ACC];
-#pragma unroll
-    for (int k = 0; k < C::ACC; ++k) acc0[k] = acc1[k] = 0.f;
-    // Every path through `step` leaves the same state (chunk c's MMAs complete, chunk c + 1's in
-    // flight in nxt), and the stream's last chunk is finished outside it: where one path issued
-    // and another did not, ptxas serialized every wgmma of the kernel (C7518).
-    const int per_tile = je - jb, total_chunks = n_local * per_tile;
-    InTile t = begin_tile(0);
-    int ws = mma_chunk(acc0);
-    int c = 0, j = jb;  // the chunk in flight in `cur`: the c-th of the stream, chunk j of its tile
-    // chunk j of the tile in flight in cur, with nothing issued after it: complete and store it
-    auto finish = [&](auto& cur) {
-      release_chunk<C::WKB, C::STAGES>(ws, rb, lane);
-      fence_regs(cur);
-      epilogue(cur, t, j, float4{}, float4{});
-    };
-    auto step = [&](auto& cur, auto& nxt) {  // (c + 1 < total_chunks)
-      if (j + 1 < je) {
-        const int wsn = mma_chunk(nxt);
-        release_chunk<C::WKB, C::STAGES, C::WKB>(ws, rb, lane);  // (nxt's WKB groups may stay pending)
-        fence_regs(cur);
-        epilogue(cur, t, j, float4{}, float4{});
-        ws = wsn;
-        ++j;
-      } else {
-        finish(cur);
-        t = begin_tile((c + 1) / per_tile);
-        ws = mma_chunk(nxt);
-        j = jb;
-      }
-      ++c;
-    };
-    while (true) {
-      if (c + 1 >= total_chunks) {
-        finish(acc0);
-        break;
-      }
-      step(acc0, acc1);
-      if (c + 1 >= total_chunks) {
-        finish(acc1);
-        break;
-      }
-      step(acc1, acc0);
+  for (int k = 0; k < C::ACC; ++k) acc[k] = 0.f;
+  for (int u = 0; u < n_local; ++u) {
+    InTile t = begin_tile(u);
+    for (int j = jb; j < je; ++j) {
+      const int ws0 = mma_chunk(acc);
+      // the biases of the chunk's first 8 channels (the epilogue's nb0, nb1)
+      const float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
+      fence_regs(acc);
+      epilogue(acc, t, j, nb0, nb1);
     }
   }
   turn_finish(cw, ring.issued);
