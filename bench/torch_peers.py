@@ -386,12 +386,18 @@ def main():
                                  status[name]])
             table.append((direction, B, N, D, H, med, status))
             if "ours" in arms:
-                # where ours spends its time: one profiled forward after the timed ones (events
-                # between the stages: the sum is a little above the median)
-                st = ours.stage_ms(h, x, mu8, out, ws)
-                if st is not None:
-                    print(f"  stages {direction} {shape}: stage 1 {st[0]:.2f} ms, stage 2 {st[1]:.2f} ms, "
-                          f"stage 3 {st[2]:.2f} ms", flush=True)
+                # where ours (and the A/B baseline) spends its time: the median of three profiled
+                # forwards after the timed ones (events between the stages: the sum is a little
+                # above the median)
+                staged = [("", ours, h)]
+                if "ours_baseline" in arms:
+                    staged.append((" baseline", baseline, hb))
+                for label, lib, handle in staged:
+                    runs = [lib.stage_ms(handle, x, mu8, out, ws) for _ in range(3)]
+                    if all(r is not None for r in runs):
+                        st = [statistics.median(r[k] for r in runs) for k in range(3)]
+                        print(f"  stages {direction} {shape}{label}: stage 1 {st[0]:.2f} ms, stage 2 {st[1]:.2f} ms, "
+                              f"stage 3 {st[2]:.2f} ms", flush=True)
             fl = flops(B, N, D, H)
             msg = "  ".join(f"{k}={v:.2f}ms" for k, v in med.items())
             print(f"{direction:8s} {shape} {msg}  ours={fl / med.get('ours', float('nan')) / 1e9:.0f} TFLOP/s"
