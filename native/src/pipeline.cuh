@@ -584,6 +584,7 @@ cudaError_t launch_persistent(int smem, int64_t total, cudaStream_t s, const Arg
     cfg.stream = s;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
+    cfg.gridDim = dim3(MC);  // (the occupancy API wants a grid of whole clusters)
     int clusters = 0;
     e = resident_clusters_once<K>(&cfg, dev, &clusters);
     if (e != cudaSuccess) return e;
