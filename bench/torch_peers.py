@@ -392,11 +392,11 @@ def main():
                 staged = [("", ours, h)]
                 if "ours_baseline" in arms:
                     staged.append((" baseline", baseline, hb))
-                for label, lib, handle in staged:
+                for arm_tag, lib, handle in staged:
                     runs = [lib.stage_ms(handle, x, mu8, out, ws) for _ in range(3)]
                     if all(r is not None for r in runs):
                         st = [statistics.median(r[k] for r in runs) for k in range(3)]
-                        print(f"  stages {direction} {shape}{label}: stage 1 {st[0]:.2f} ms, stage 2 {st[1]:.2f} ms, "
+                        print(f"  stages {direction} {shape}{arm_tag}: stage 1 {st[0]:.2f} ms, stage 2 {st[1]:.2f} ms, "
                               f"stage 3 {st[2]:.2f} ms", flush=True)
             fl = flops(B, N, D, H)
             msg = "  ".join(f"{k}={v:.2f}ms" for k, v in med.items())

@@ -119,9 +119,8 @@ __device__ __forceinline__ RingBars ring_bars(uint64_t* bars) {
   return r;
 }
 // Thread 0 initializes the barriers: a full barrier completes on the producer's arrival plus its
-// TMA bytes, an empty one when all 8 consumer warps released the buffer (a weight slot: those of
-// every CTA of the cluster the slot is multicast to, MC). Then the CTA (the cluster) synchronizes.
-template <int NXBUF, int STAGES, int MC = 1>
+// TMA bytes, an empty one when all 8 consumer warps released the buffer. Then the CTA synchronizes.
+template <int NXBUF, int STAGES>
 __device__ __forceinline__ void init_ring_bars(const RingBars& r) {
   if (threadIdx.x == 0) {
     for (int k = 0; k < NXBUF; ++k) {
@@ -130,26 +129,16 @@ __device__ __forceinline__ void init_ring_bars(const RingBars& r) {
     }
     for (int k = 0; k < STAGES; ++k) {
       mbar_init(r.wfull(k), 1);
-      mbar_init(r.wempty(k), proj::CONSUMERS * 4 * MC);
+      mbar_init(r.wempty(k), proj::CONSUMERS * 4);
     }
     fence_mbarrier_init();
   }
   __syncthreads();
-  if constexpr (MC > 1) cluster_sync();
 }
 
-// Token tiles of CTA `cta` (persistent: tiles cta, cta + gridDim.x, ... of `total`).
-__device__ __forceinline__ int tiles_of_cta(int cta, int total) {
-  return cta < total ? (total - 1 - cta) / (int)gridDim.x + 1 : 0;
-}
-__device__ __forceinline__ int tiles_of_this_cta(int total) { return tiles_of_cta((int)blockIdx.x, total); }
-// The rounds of weight chunks this CTA takes part in: one per tile, or under multicast (MC CTAs
-// of consecutive blockIdx.x, a cluster, share each weight slot) the most tiles any CTA of the
-// cluster has, its first one's: a CTA with a tile fewer still receives and releases that round's
-// slots (drain_chunks), or its peers' producers would wait for it forever.
-template <int MC>
-__device__ __forceinline__ int weight_rounds(int total) {
-  return tiles_of_cta((int)blockIdx.x - (int)blockIdx.x % MC, total);
+// Token tiles of this CTA (persistent: tiles blockIdx.x, + gridDim.x, ... of `total`).
+__device__ __forceinline__ int tiles_of_this_cta(int total) {
+  return (int)blockIdx.x < total ? (total - 1 - (int)blockIdx.x) / (int)gridDim.x + 1 : 0;
 }
 // This CTA's u-th tile: tokens (b, i, 128 kt ..) of a (B, rows, tiles_k tiles) grid.
 struct TokenTile {
@@ -162,31 +151,22 @@ __device__ __forceinline__ TokenTile token_tile(int u, int tiles_k, int rows) {
 }
 
 // ------------------------------------------------------------------ producers
-// Streams the weight chunks jb .. je - 1 (WROWS rows x NKB k-blocks each) into the ring once per
-// round (weight_rounds), each k-block as soon as its slot is free. MC = 1: the 2D map tmW's box is
-// 64 k x WROWS rows, one load per slot. MC > 1 (multicast over a cluster of MC CTAs): its box is
-// WROWS / MC rows; CTA r loads the slot's r-th part into the slot of every CTA of the cluster,
-// once the slot is free in all of them (its empty barrier counts their consumers), so each
-// weight byte leaves L2 once per cluster instead of once per CTA.
-template <int NKB, int STAGES, int WROWS = 128, int MC = 1>
+// Streams the weight chunks jb .. je - 1 (WROWS rows x NKB k-blocks each, 2D map tmW whose box is
+// 64 k x WROWS rows) into the ring once per token tile of this CTA, each k-block as soon as its
+// slot is free.
+template <int NKB, int STAGES, int WROWS = 128>
 __device__ __forceinline__ void produce_weights(const CUtensorMap* tmW, uint32_t s_w, const RingBars& bars,
-                                                int rounds, int jb, int je) {
+                                                int n_local, int jb, int je) {
   constexpr int SLOT = WROWS * 128;
-  static_assert(WROWS % (8 * MC) == 0, "a multicast part must be whole 8-row swizzle groups");
   tma_prefetch_map(tmW);
-  const int part = MC > 1 ? (int)cluster_rank() : 0;
   RingPos<STAGES> w;
-  for (int u = 0; u < rounds; ++u) {
+  for (int u = 0; u < n_local; ++u) {
     for (int j = jb; j < je; ++j) {
 #pragma unroll
       for (int kb = 0; kb < NKB; ++kb) {
-        mbar_wait<(MC > 1)>(bars.wempty(w.slot), w.phase ^ 1u);
+        mbar_wait(bars.wempty(w.slot), w.phase ^ 1u);
         mbar_arrive_expect_tx(bars.wfull(w.slot), SLOT);
-        if constexpr (MC > 1)
-          tma_load_2d_multicast(s_w + w.slot * SLOT + part * (SLOT / MC), tmW, kb * 64,
-                                j * WROWS + part * (WROWS / MC), bars.wfull(w.slot), (uint16_t)((1u << MC) - 1u));
-        else
-          tma_load_2d(s_w + w.slot * SLOT, tmW, kb * 64, j * WROWS, bars.wfull(w.slot));
+        tma_load_2d(s_w + w.slot * SLOT, tmW, kb * 64, j * WROWS, bars.wfull(w.slot));
         w.next();
       }
     }
@@ -493,39 +473,19 @@ __device__ __forceinline__ int issue_chunk(int cw, ChunkRing<STAGES>& r, const R
   return ws0;
 }
 
-// This warp's release of weight slot `sl`: to its own CTA's empty barrier, or under multicast
-// (MC > 1) to that of every CTA of the cluster (lane r to CTA r's), whose producers write into it.
-template <int MC>
-__device__ __forceinline__ void release_slot(const RingBars& bars, int sl, int lane) {
-  if constexpr (MC > 1) {
-    if (lane < MC) mbar_arrive_cta(bars.wempty(sl), (uint32_t)lane);
-  } else {
-    if (lane == 0) mbar_arrive(bars.wempty(sl));
-  }
-}
-
 // Releases each weight slot of the chunk issued from ws0 as soon as its k-block's wgmma group is
 // complete (groups complete in order); afterwards every MMA of the chunk is complete. LATER: the
 // wgmma groups committed after the chunk's (a chunk issued ahead), which may stay pending.
-template <int NKB, int STAGES, int LATER = 0, int MC = 1>
+template <int NKB, int STAGES, int LATER = 0>
 __device__ __forceinline__ void release_chunk(int ws0, const RingBars& bars, int lane) {
 #pragma unroll
   for (int kb = 0; kb < NKB; ++kb) {
     wgmma_wait_upto(LATER + NKB - 1 - kb);
-    int sl = ws0 + kb;
-    if (sl >= STAGES) sl -= STAGES;
-    release_slot<MC>(bars, sl, lane);
-  }
-}
-
-// Under multicast, a CTA's rounds past its own tiles (weight_rounds): its consumer warps wait for
-// each slot of `chunks` chunks to land and release it, computing nothing.
-template <int NKB, int STAGES, int MC>
-__device__ __forceinline__ void drain_chunks(ChunkRing<STAGES>& r, const RingBars& bars, int chunks, int lane) {
-  for (int n = 0; n < chunks * NKB; ++n) {
-    mbar_wait(bars.wfull(r.w.slot), r.w.phase);
-    release_slot<MC>(bars, r.w.slot, lane);
-    r.w.next();
+    if (lane == 0) {
+      int sl = ws0 + kb;
+      if (sl >= STAGES) sl -= STAGES;
+      mbar_arrive(bars.wempty(sl));
+    }
   }
 }
 
@@ -557,41 +517,17 @@ inline cudaError_t encode_weights(CUtensorMap* m, const void* w, int D, int rows
 }
 
 // Launches the persistent kernel K on min(total, SM count) CTAs of proj::THREADS threads with
-// `smem` bytes of dynamic shared memory, after raising its limit (once per device). MC > 1: in
-// clusters of MC CTAs (weight multicast), as many clusters as can be resident at once (asked of
-// the occupancy API once per device: an SM left over in a GPC takes no cluster), at most enough
-// for `total` tiles.
-template <auto K, int MC = 1, typename... Args>
+// `smem` bytes of dynamic shared memory, after raising its limit (once per device).
+template <auto K, typename... Args>
 cudaError_t launch_persistent(int smem, int64_t total, cudaStream_t s, const Args&... args) {
   int dev = 0, sms = 0;
   cudaError_t e = sm_count(&dev, &sms);
   if (e != cudaSuccess) return e;
   e = raise_smem_once<K>(smem, dev);
   if (e != cudaSuccess) return e;
-  if constexpr (MC == 1) {
-    const int grid = (int)(total < sms ? total : sms);
-    K<<<grid, proj::THREADS, smem, s>>>(args...);
-    return cudaGetLastError();
-  } else {
-    cudaLaunchConfig_t cfg{};
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = MC;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cfg.blockDim = dim3(proj::THREADS);
-    cfg.dynamicSmemBytes = (size_t)smem;
-    cfg.stream = s;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    cfg.gridDim = dim3(MC);  // (the occupancy API wants a grid of whole clusters)
-    int clusters = 0;
-    e = resident_clusters_once<K>(&cfg, dev, &clusters);
-    if (e != cudaSuccess) return e;
-    const int64_t want = (total + MC - 1) / MC;
-    cfg.gridDim = dim3((unsigned)(MC * (want < clusters ? want : clusters)));
-    return cudaLaunchKernelEx(&cfg, K, args...);
-  }
+  const int grid = (int)(total < sms ? total : sms);
+  K<<<grid, proj::THREADS, smem, s>>>(args...);
+  return cudaGetLastError();
 }
 // Raises K's shared-memory limit on the current device (what launch_persistent does first).
 template <auto K>

@@ -62,11 +62,6 @@ struct InCfg : ProjCfg<D, in_x_slots(D),
   static constexpr int WROWS = 4 * CH;                     // W1 rows per chunk
   static constexpr int ACC = WROWS / 2;                    // accumulator registers (m64 x WROWS / 128 threads)
   static constexpr int GROUPS = CH / 8;                    // groups of 8 channels per chunk
-  // CTAs per cluster that share each W1 slot by TMA multicast (pipeline.cuh, produce_weights):
-  // every CTA streams all of W1 (512 KiB at D = H = 256) per 128-token tile, eight times the
-  // tile's x, so the weights are most of this kernel's L2 reads. 1: no cluster. Off (1) until a
-  // same-run A/B says it wins.
-  static constexpr int MC = 1;
 };
 
 // What the epilogues of a tile's chunks need: set up with the tile's LayerNorm, the store
@@ -112,12 +107,11 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   }
   for (int c = threadIdx.x; c < H; c += THREADS)  // halved for gate_half
     p_bias[c] = make_float4(0.5f * pin_b[c], 0.5f * gin_b[c], 0.5f * pin_b[H + c], 0.5f * gin_b[H + c]);
-  init_ring_bars<C::NXBUF, C::STAGES, C::MC>(rb);
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);
 
   const int wg = threadIdx.x >> 7;  // warp-uniform
   const int tid_wg = threadIdx.x & 127;
   const int n_local = tiles_of_this_cta(total);
-  const int rounds = weight_rounds<C::MC>(total);  // n_local, or a cluster peer's if more
   const int xr = (int)geo.x_rows, xc = (int)geo.x_cols;
   // W1 chunks (C::CH channels each) of this launch: all, or those holding the channel group
   // geo.chan0 .. + chans (multiples of 8). A group smaller than a chunk, or not aligned to one
@@ -134,8 +128,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // Two independent threads, so that neither stream waits for the other's free slots:
     // warp 0 streams the weight k-blocks, warp 1 the x tiles.
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid_wg == 0 && rounds > 0) {
-      produce_weights<C::WKB, C::STAGES, C::WROWS, C::MC>(&tmW, s_w, rb, rounds, jb, je);
+    if (tid_wg == 0 && n_local > 0) {
+      produce_weights<C::WKB, C::STAGES, C::WROWS>(&tmW, s_w, rb, n_local, jb, je);
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
       // The box is clamped into x (a row i >= x_rows or columns >= x_cols hold only invalid
@@ -351,14 +345,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       const int ws0 = mma_chunk(acc);
       // the biases of the chunk's first 8 channels (the epilogue's nb0, nb1)
       const float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
-      release_chunk<C::WKB, C::STAGES, 0, C::MC>(ws0, rb, lane);
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       fence_regs(acc);
       epilogue(acc, t, j, nb0, nb1);
     }
-  }
-  if constexpr (C::MC > 1) {
-    drain_chunks<C::WKB, C::STAGES, C::MC>(ring, rb, (rounds - n_local) * (je - jb), lane);
-    cluster_sync();  // (the peers' last releases arrive on this CTA's barriers)
   }
   turn_finish(cw, ring.issued);
 }
@@ -387,15 +377,15 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
   CUtensorMap mx, mw;
   cudaError_t e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, proj::TOK);  // x: (B, x_rows, x_cols, D)
   if (e != cudaSuccess) return e;
-  e = encode_weights(&mw, L.w_in, D, 4 * H, C::WROWS / C::MC);  // W1: [4H][D], boxes of a chunk's rows (its MC-th part)
+  e = encode_weights(&mw, L.w_in, D, 4 * H, C::WROWS);  // W1: [4H][D], boxes of one chunk's rows
   if (e != cudaSuccess) return e;
   if (group && (g.chan0 % C::CH != 0 || g.chans % C::CH != 0)) {
     if (t.dloc < g.chans) return cudaErrorInvalidValue;  // a partial group has one destination (one GPU)
-    return launch_persistent<proj_in_wgmma_kernel<D, true>, C::MC>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
+    return launch_persistent<proj_in_wgmma_kernel<D, true>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
                                                             L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
                                                             (int)tiles_k, (int)total);
   }
-  return launch_persistent<proj_in_wgmma_kernel<D, false>, C::MC>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
+  return launch_persistent<proj_in_wgmma_kernel<D, false>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
                                                            L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
                                                            (int)tiles_k, (int)total);
 }

@@ -55,11 +55,6 @@ struct OutCfg : ProjCfg<D, out_x_buffers(D), proj::x_tile_bytes(H) + (4 * D + 2 
   // kernel without it).
   static constexpr int kZAheadMax = 0;
   static constexpr bool Z_AHEAD = D <= kZAheadMax && H <= kZAheadMax;
-  // CTAs per cluster that share each W3 slot by TMA multicast (pipeline.cuh, produce_weights):
-  // every CTA streams all of W3 (256 KiB at D = H = 256) per 128-token tile, more than the tile's
-  // x, z and out together, so the weights are most of this kernel's L2 reads. 1: no cluster.
-  // Off (1) until a same-run A/B says it wins.
-  static constexpr int MC = 1;
 };
 
 template <int D, int H>
@@ -98,18 +93,17 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     p_lnow[c] = lnow[c];
     p_lnob[c] = lnob[c];
   }
-  init_ring_bars<C::NXBUF, C::STAGES, C::MC>(rb);
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);
 
   const int wg = threadIdx.x >> 7;
   const int tid_wg = threadIdx.x & 127;
   const int n_local = tiles_of_this_cta(total);
-  const int rounds = weight_rounds<C::MC>(total);  // n_local, or a cluster peer's if more
 
   if (wg == 0) {
     // ------------------------------------------------------------ producers
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid_wg == 0 && rounds > 0) {
-      produce_weights<C::WKB, C::STAGES, 128, C::MC>(&tmW, s_w, rb, rounds, 0, C::NCH);
+    if (tid_wg == 0 && n_local > 0) {
+      produce_weights<C::WKB, C::STAGES>(&tmW, s_w, rb, n_local, 0, C::NCH);
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
       for (int v = 0; v < n_local; ++v) {
@@ -203,7 +197,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         nbg = *reinterpret_cast<const float2*>(p_bg + 64 * j + 2 * t4);
       }
 
-      release_chunk<C::WKB, C::STAGES, 0, C::MC>(ws0, rb, lane);
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       fence_regs(accp);
       fence_regs(accg);
 
@@ -246,10 +240,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     __syncwarp();
     if (lane == 0) mbar_arrive(rb.xempty(buf));  // this warp's reads of the x tile are done
   }
-  if constexpr (C::MC > 1) {
-    drain_chunks<C::WKB, C::STAGES, C::MC>(ring, rb, (rounds - n_local) * C::NCH, lane);
-    cluster_sync();  // (the peers' last releases arrive on this CTA's barriers)
-  }
   if (lane == 0) bulk_wait_all();
   turn_finish(cw, ring.issued);
 }
@@ -273,10 +263,10 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   e = encode_tokens(&mo, out, D, cols, rows, B, 16);
   if (e != cudaSuccess) return e;
   // W3: [2D][max(D, H)] (rows past 2D zero-filled when D % 64 == 32, columns past it when its K % 64 == 32)
-  e = encode_weights(&mw, L.w_out, C::KW, 2 * D, 128 / C::MC);
+  e = encode_weights(&mw, L.w_out, C::KW, 2 * D);
   if (e != cudaSuccess) return e;
   const int z_prefetch = z_rows_aligned(z, ldz, sz);
-  return launch_persistent<proj_out_wgmma_kernel<D, H>, C::MC>(
+  return launch_persistent<proj_out_wgmma_kernel<D, H>>(
       C::SMEM, total, s, mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
       L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
       (int)tiles_k, (int)total);

@@ -67,10 +67,6 @@ struct WideOutCfg
   static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
   static constexpr int KR = wide_reg_width(D, H);        // channels of LN_in(x) in registers
   static constexpr int TAIL = proj::tail_bytes(D, KR);   // the rest, in shared memory
-  // CTAs per cluster that share each W3 slot by TMA multicast (pipeline.cuh, produce_weights):
-  // every CTA streams all of W3 (1 MiB at D = H = 512) per 128-token tile, eight times the
-  // tile's x. 1: no cluster. Off (1) until a same-run A/B says it wins.
-  static constexpr int MC = 1;
 };
 
 template <int D, int H>
@@ -104,18 +100,17 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     p_lnow[c] = lnow[c];
     p_lnob[c] = lnob[c];
   }
-  init_ring_bars<C::NXBUF, C::STAGES, C::MC>(rb);  // (its __syncthreads also publishes the vectors)
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);  // (its __syncthreads also publishes the vectors)
 
   const int wg = threadIdx.x >> 7;
   const int tid_wg = threadIdx.x & 127;
   const int n_local = tiles_of_this_cta(total);
-  const int rounds = weight_rounds<C::MC>(total);  // n_local, or a cluster peer's if more
 
   if (wg == 0) {
     // ------------------------------------------------------------ producers
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid_wg == 0 && rounds > 0) {
-      produce_weights<C::WKB, C::STAGES, kWideRows, C::MC>(&tmW, s_w, rb, rounds, 0, C::NCH);
+    if (tid_wg == 0 && n_local > 0) {
+      produce_weights<C::WKB, C::STAGES, kWideRows>(&tmW, s_w, rb, n_local, 0, C::NCH);
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
       RingPos<C::NXBUF> xring;
@@ -192,7 +187,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           }
         }
       });
-      release_chunk<C::WKB, C::STAGES, 0, C::MC>(ws0, rb, lane);
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       fence_regs(accp);
       fence_regs(accg);
 
@@ -215,10 +210,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       }
     }
   }
-  if constexpr (C::MC > 1) {
-    drain_chunks<C::WKB, C::STAGES, C::MC>(ring, rb, (rounds - n_local) * C::NCH, lane);
-    cluster_sync();  // (the peers' last releases arrive on this CTA's barriers)
-  }
   turn_finish(cw, ring.issued);
 }
 
@@ -234,9 +225,9 @@ cudaError_t launch_wide_t(const DevLayer& L, const void* x, const bf16_raw* z, v
   CUtensorMap mx, mw;
   cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, proj::TOK);
   if (e != cudaSuccess) return e;
-  e = encode_weights(&mw, L.w_out, C::KW, 2 * D, kWideRows / C::MC);
+  e = encode_weights(&mw, L.w_out, C::KW, 2 * D, kWideRows);
   if (e != cudaSuccess) return e;
-  return launch_persistent<proj_out_wide_kernel<D, H>, C::MC>(
+  return launch_persistent<proj_out_wide_kernel<D, H>>(
       C::SMEM, total, s, mx, mw, static_cast<const bf16*>(x), static_cast<bf16*>(out), z, L.ln_in_w, L.ln_in_b,
       L.ln_out_w, L.ln_out_b, L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps,
       L.residual, z_rows_aligned(z, ldz, sz), (int)tiles_k, (int)total);

@@ -42,24 +42,8 @@ __device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t byt
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
-// CLUSTER: acquire at cluster scope, for a barrier that threads of another CTA of the cluster
-// arrive on (the weight ring's empty barriers under multicast), so that their reads of the
-// slot are ordered before this thread's next write into it.
-template <bool CLUSTER = false>
 __device__ __forceinline__ bool mbar_try_wait(uint32_t bar, uint32_t parity) {
   uint32_t ok;
-  if constexpr (CLUSTER) {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
-    return ok != 0;
-  }
   asm volatile(
       "{\n"
       ".reg .pred p;\n"
@@ -77,13 +61,12 @@ __device__ __forceinline__ uint64_t global_ns() {
   return t;
 }
 // Waits until the phase of `bar` with the given parity has completed.
-template <bool CLUSTER = false>
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  if (mbar_try_wait<CLUSTER>(bar, parity)) return;
+  if (mbar_try_wait(bar, parity)) return;
 #if FOLDCP_WGMMA_WATCHDOG
   uint32_t polls = 0;
   uint64_t t0 = 0;
-  while (!mbar_try_wait<CLUSTER>(bar, parity)) {
+  while (!mbar_try_wait(bar, parity)) {
     if ((++polls & 4095u) == 0) {
       const uint64_t t = global_ns();
       if (t0 == 0) {
@@ -96,7 +79,7 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     }
   }
 #else
-  while (!mbar_try_wait<CLUSTER>(bar, parity)) {
+  while (!mbar_try_wait(bar, parity)) {
   }
 #endif
 }
@@ -105,33 +88,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-// ---------------------------------------------------------------- clusters (weight multicast)
-// This CTA's rank in its cluster.
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-// Every non-exited thread of the cluster arrives (release) and waits (acquire): at the start,
-// so that no CTA arrives on or multicasts into a peer's barriers before the peer initialized
-// them; at the end, so that no CTA exits while a peer may still arrive on its barriers.
-__device__ __forceinline__ void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
-  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-// One arrival (release at cluster scope) on the barrier at this CTA's shared address `bar` in
-// the cluster's CTA `cta` (this CTA's own included).
-__device__ __forceinline__ void mbar_arrive_cta(uint32_t bar, uint32_t cta) {
-  asm volatile(
-      "{\n"
-      ".reg .b32 ra;\n"
-      "mapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n"
-      "}\n" ::"r"(bar),
-      "r"(cta)
-      : "memory");
 }
 
 // Position in a ring of STAGES slots, each with a full and an empty barrier: producer and
@@ -341,16 +297,6 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
-// As tma_load_2d, the box written at `dst` and completed on `bar` in every CTA of the cluster
-// named in `cta_mask` (the same shared offsets in each).
-__device__ __forceinline__ void tma_load_2d_multicast(uint32_t dst, const CUtensorMap* map, int c0, int c1,
-                                                      uint32_t bar, uint16_t cta_mask) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], "
-      "[%1, {%2, %3}], [%4], %5;\n" ::"r"(dst),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(bar), "h"(cta_mask)
-      : "memory");
-}
 __device__ __forceinline__ void tma_load_4d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, int c3,
                                             uint32_t bar) {
   asm volatile(
@@ -461,29 +407,6 @@ cudaError_t raise_smem_once(int smem, int dev) {
   const cudaError_t e = cudaFuncSetAttribute(K, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
   if (e == cudaSuccess && bit != 0) done.fetch_or(bit, std::memory_order_acq_rel);
   return e;
-}
-
-// How many clusters of kernel K, launched as `cfg` (its cluster dimension, threads and dynamic
-// shared memory), can be resident on device dev at once (the multicast kernels' grid): asked of
-// the occupancy API once per process and device (< 64; a device >= 64 is asked every time), 0
-// stored as "not yet". No cluster fitting is an error, not a grid of zero.
-template <auto K>
-cudaError_t resident_clusters_once(const cudaLaunchConfig_t* cfg, int dev, int* clusters) {
-  static std::atomic<int> known[64] = {};
-  if (dev >= 0 && dev < 64) {
-    const int k = known[dev].load(std::memory_order_acquire);
-    if (k > 0) {
-      *clusters = k;
-      return cudaSuccess;
-    }
-  }
-  int n = 0;
-  const cudaError_t e = cudaOccupancyMaxActiveClusters(&n, K, cfg);
-  if (e != cudaSuccess) return e;
-  if (n <= 0) return cudaErrorInvalidConfiguration;
-  if (dev >= 0 && dev < 64) known[dev].store(n, std::memory_order_release);
-  *clusters = n;
-  return cudaSuccess;
 }
 
 // The current device and its SM count (the persistent kernels' grid).
