@@ -175,6 +175,26 @@ __device__ __forceinline__ void ln_out_load(ZPair<H>& zr, const bf16_raw* __rest
   }
   zr.keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
 }
+// As ln_out_load, from the raw z that the producer's TMA put in this warpgroup's rows of the A_z
+// tile (load_z_rows: per k-block kb, channels 64 kb .. 64 kb + 63 as 128-byte rows of the
+// warpgroup's 64 tokens, 128B swizzle, 8 KiB at kb's block + 8 KiB cw). Tokens past the grid
+// arrive zero-filled, as the masks of ln_out_load make them. The caller synchronizes the
+// warpgroup before ln_out_store overwrites these rows with LN_out(z).
+template <int H>
+__device__ __forceinline__ void ln_out_load_smem(ZPair<H>& zr, uint32_t s_az, int cw, int warp, int lane) {
+  const int t = 16 * warp + 2 * (lane & 7);  // the pair's first token of the warpgroup's 64
+  const int q = lane >> 3;
+  const uint32_t base = s_az + (uint32_t)cw * 8192u + (uint32_t)((2 * t) & 15);
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      const int c = 32 * uu + 8 * q + e;  // compile-time but for q
+      const uint32_t a = swz128(base + (uint32_t)(c >> 6) * proj::KB_BYTES, c & 63, t >> 3);
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(zr.v[uu][e]) : "r"(a));
+    }
+  zr.keep = 0xffffffffu;
+}
 template <int H>
 __device__ __forceinline__ void ln_out_store(ZPair<H>& zr, const float* lnow, const float* lnob, float eps,
                                              uint32_t s_az, int cw, int warp, int lane) {

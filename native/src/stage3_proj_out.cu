@@ -14,9 +14,15 @@
 //   p: A = LN_out(z) (H channels) from shared memory (written by the consumers: z is channel-major
 //      bf16, its LayerNorm needs a transpose), m64n64k16 SS;
 //   g: A = LN_in(x) (D channels) fragments in registers, m64n64k16 RS.
-// LN_out reads z straight from global memory (thread = token pair x quarter of the channels, H/4
-// registers), from L2: the x producer prefetches each tile's z rows
-// (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
+// z reaches LN_out by TMA (z_tma: its rows 16-byte aligned, the workspace's always are): a third
+// producer thread loads each consumer warpgroup's raw z of a tile (64 tokens x H channels,
+// channel-major) into that warpgroup's own rows of the A_z tile as soon as its last MMA of the
+// previous tile has read them, so the load runs during that tile's last epilogue; the warpgroup
+// takes it into registers (thread = token pair x quarter of the channels, H / 4 registers) and
+// LN_out writes the normalized rows over it. (Loaded from global memory by the consumers, LN_out
+// was a third of their time at D = H = 256 in ncu's source-level samples.) Otherwise the
+// consumers load z from global memory themselves, from L2: the x producer prefetches each tile's
+// z rows (cp.async.bulk.prefetch.L2) when it loads the tile's x, up to NXBUF tiles ahead.
 // x may alias out: the tile's x reaches shared memory by TMA before any of the tile's outputs is
 // written, and the residual is read from that copy (the buffer is held until the tile's last
 // chunk); tiles do not overlap.
@@ -47,28 +53,25 @@ struct OutCfg : ProjCfg<D, out_x_buffers(D), proj::x_tile_bytes(H) + (4 * D + 2 
   static constexpr int NCH = (D + 63) / 64;
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
   static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
-  // The next tile's z loaded into registers during this tile's last chunk (its MMAs and epilogue),
-  // so that LN_out does not wait for it at the tile's start (ncu at D = H = 128: long-scoreboard
-  // stalls first, tensor pipe 19 % busy). H / 4 registers beside LN_in(x)'s D / 4, both
-  // accumulators and the residual: up to D = H = kZAheadMax (at most 128; above, ptxas spills).
-  // Off (0) until a same-run A/B says it wins (first GPU run: correct; not timed against the
-  // kernel without it).
-  static constexpr int kZAheadMax = 0;
-  static constexpr bool Z_AHEAD = D <= kZAheadMax && H <= kZAheadMax;
+  static constexpr int NKB_H = (H + 63) / 64;            // k-blocks of A_z (z's TMA boxes per warpgroup)
 };
 
 template <int D, int H>
 __global__ void __launch_bounds__(proj::THREADS, 1)
     proj_out_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
-                          const __grid_constant__ CUtensorMap tmO, const bf16* x, const bf16_raw* __restrict__ z,
+                          const __grid_constant__ CUtensorMap tmO, const __grid_constant__ CUtensorMap tmZ,
+                          const bf16* x, const bf16_raw* __restrict__ z,
                           const float* __restrict__ lniw,
                           const float* __restrict__ lnib, const float* __restrict__ lnow,
                           const float* __restrict__ lnob, const float* __restrict__ pout_b,
                           const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
-                          int residual, int z_prefetch, int tiles_k, int total) {
+                          int residual, int z_prefetch, int z_tma, int tiles_k, int total) {
   using namespace proj;
   using C = OutCfg<D, H>;
-  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  // the x buffers' and the weight ring's barriers, then z's: full and empty per warpgroup
+  constexpr int RINGBARS = 2 * C::NXBUF + 2 * C::STAGES;
+  static_assert((RINGBARS + 4) * 8 <= STATIC_SMEM, "the mbarriers outgrow STATIC_SMEM");
+  __shared__ __align__(8) uint64_t bars[RINGBARS + 4];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
   const uint32_t base = aligned_smem(smem_raw, &sm);
@@ -82,6 +85,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float* const p_bp = p_lnob + H;
   float* const p_bg = p_bp + D;
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
+  // z of warpgroup c's rows: landed (the producer's arrival + its TMA bytes) / read by the
+  // warpgroup's last MMA of the tile (its 4 warps)
+  const uint32_t zfull0 = smem_u32(&bars[RINGBARS]), zempty0 = zfull0 + 16;
 
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lniw[c] = lniw[c];
@@ -93,6 +99,11 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     p_lnow[c] = lnow[c];
     p_lnob[c] = lnob[c];
   }
+  if (threadIdx.x == 0)  // (init_ring_bars fences these with its own and synchronizes the CTA)
+    for (int c = 0; c < CONSUMERS; ++c) {
+      mbar_init(zfull0 + 8 * c, 1);
+      mbar_init(zempty0 + 8 * c, 4);
+    }
   init_ring_bars<C::NXBUF, C::STAGES>(rb);
 
   const int wg = threadIdx.x >> 7;
@@ -115,6 +126,24 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         prefetch_out_tile<D, H>(x, z, b, i, j0, rows, cols, ldz, sz, z_prefetch);
         load_x_tile<C::NKB, C::NXBUF, C::XBYTES>(v, &tmX, s_x, rb, j0, i, b);
       }
+    } else if (tid_wg == 64 && n_local > 0 && z_tma) {
+      // z of tile v into each warpgroup's rows of A_z once its last MMA of tile v - 1 has read
+      // them. A warpgroup whose 64 tokens all lie past cols loads the last valid token onwards
+      // (no box wholly outside z; those rows' outputs are not stored).
+      tma_prefetch_map(&tmZ);
+      for (int v = 0; v < n_local; ++v) {
+        const TokenTile tt = token_tile(v, tiles_k, rows);
+        const int j0 = tt.kt * TOK;
+#pragma unroll
+        for (int c = 0; c < CONSUMERS; ++c) {
+          mbar_wait(zempty0 + 8 * c, (v & 1) ^ 1u);
+          mbar_arrive_expect_tx(zfull0 + 8 * c, C::NKB_H * 8192);
+#pragma unroll
+          for (int kb = 0; kb < C::NKB_H; ++kb)
+            tma_load_4d(s_az + kb * KB_BYTES + c * 8192, &tmZ, min(j0 + 64 * c, cols - 1), tt.i, 64 * kb, tt.b,
+                        zfull0 + 8 * c);
+        }
+      }
     }
     return;
   }
@@ -127,14 +156,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 
   uint32_t ax[C::KS][4];
   ChunkRing<C::STAGES> ring;
-  // Z_AHEAD: tile u's z, loaded during tile u - 1's last chunk (tile 0's here)
-  auto load_z = [&](ZPair<H>& zr, int u) {
-    const TokenTile tt = token_tile(u, tiles_k, rows);
-    ln_out_load<H>(zr, z, tt.b, tt.i, tt.kt * TOK, min(TOK, cols - tt.kt * TOK), ldz, sz, cw, warp, lane);
-  };
-  ZPair<C::Z_AHEAD ? H : 32> znext;
-  if constexpr (C::Z_AHEAD)
-    if (n_local > 0) load_z(znext, 0);
 
   for (int u = 0; u < n_local; ++u) {
     const TokenTile tt = token_tile(u, tiles_k, rows);
@@ -143,10 +164,17 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     const int jvalid = min(TOK, cols - j0);
 
     // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
-    if constexpr (C::Z_AHEAD)
-      ln_out_store<H>(znext, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
-    else
-      ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
+    {
+      ZPair<H> zr;
+      if (z_tma) {
+        mbar_wait(zfull0 + 8 * cw, u & 1);
+        ln_out_load_smem<H>(zr, s_az, cw, warp, lane);
+        bar_sync(BAR_WG + cw, 128);  // every raw row is read before LN_out overwrites them
+      } else {
+        ln_out_load<H>(zr, z, b, i, j0, jvalid, ldz, sz, cw, warp, lane);
+      }
+      ln_out_store<H>(zr, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
+    }
     fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
 
     // ---- LN_in(x) -> A fragments in registers
@@ -186,9 +214,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           if (4 * kb + ks < C::KS) wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
         }
       });
-      // (the loads stay in flight through this chunk's wait and epilogue)
-      if constexpr (C::Z_AHEAD)
-        if (j == C::NCH - 1 && u + 1 < n_local) load_z(znext, u + 1);
       // Biases of the epilogue's first channel pair, read while the MMAs run; each jj below reads
       // the next pair's before its gates (they waited on shared memory: ncu, 2026-12-01).
       float2 nbp = make_float2(0.f, 0.f), nbg = make_float2(0.f, 0.f);
@@ -198,6 +223,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       }
 
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
+      // the tile's last MMAs are complete: A_z may take the next tile's z
+      if (z_tma && j == C::NCH - 1 && lane == 0) mbar_arrive(zempty0 + 8 * cw);
       fence_regs(accp);
       fence_regs(accg);
 
@@ -257,7 +284,7 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
 
   // x and out: (B, rows, cols, D) bf16; x loaded in boxes of 64 channels x 128 tokens, out
   // stored in boxes of 64 channels x 16 tokens (one consumer warp's rows of a chunk).
-  CUtensorMap mx, mw, mo;
+  CUtensorMap mx, mw, mo, mz{};
   cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, proj::TOK);
   if (e != cudaSuccess) return e;
   e = encode_tokens(&mo, out, D, cols, rows, B, 16);
@@ -265,11 +292,21 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   // W3: [2D][max(D, H)] (rows past 2D zero-filled when D % 64 == 32, columns past it when its K % 64 == 32)
   e = encode_weights(&mw, L.w_out, C::KW, 2 * D);
   if (e != cudaSuccess) return e;
+  // z: (B, H, rows, ldz) bf16 (plane stride sz), boxes of 64 tokens x 64 channels of one row,
+  // where its rows are 16-byte aligned (TMA's stride rule); else LN_out loads it from global memory.
+  // (A layout the encoder refuses, planes overlapping say, takes that path too.)
   const int z_prefetch = z_rows_aligned(z, ldz, sz);
+  int z_tma = z_prefetch;
+  if (z_tma) {
+    const cuuint64_t dims[4] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)H, (cuuint64_t)B};
+    const cuuint64_t strides[3] = {(cuuint64_t)ldz * 2, (cuuint64_t)sz * 2, (cuuint64_t)H * sz * 2};
+    const cuuint32_t box[4] = {64, 1, 64, 1};
+    if (encode_bf16(&mz, z, 4, dims, strides, box) != cudaSuccess) z_tma = 0;
+  }
   return launch_persistent<proj_out_wgmma_kernel<D, H>>(
-      C::SMEM, total, s, mx, mw, mo, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
+      C::SMEM, total, s, mx, mw, mo, mz, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
       L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,
-      (int)tiles_k, (int)total);
+      z_tma, (int)tiles_k, (int)total);
 }
 
 // The wide kernels (stage3_wide.cuh) by range of D (the ranges of FOLDCP_WIDE_RANGES, one
