@@ -16,7 +16,8 @@
 // 2 x 2 grid of destinations (the CP store: one rank's tile, channels split over 4 owners).
 // Stage 3 cases: the same D, N, B plus odd N (the last token pair of a row half valid); z
 // channel-major bf16 as the workspace holds it (N rows of Np, padded planes) or as a CP tile
-// (rows = cols = ldz = 72); residual on and off; every case also
+// (rows = cols = ldz = 72, and 70, whose rows are not 16-byte aligned: z then comes from global
+// memory instead of by TMA); residual on and off; every case also
 // runs in place (out == x) and must equal its out-of-place output bit for bit.
 // The projections do not depend on the direction (stage 1 stores the same channel-major layout
 // for both, stage 3 reads z the same way), so each case runs once.
@@ -798,6 +799,8 @@ int main(int argc, char** argv) {
         {"n100", 2, 256, 100, 0, 1},   {"cp-tile", 2, 128, 0, 72, 1}, {"cp-tile", 1, 256, 0, 72, 0},
         {"n1000", 2, 32, 1000, 0, 1},  {"n1000", 1, 128, 1000, 0, 0}, {"n1000", 2, 256, 1000, 0, 1},
         {"n99", 2, 128, 99, 0, 1},     {"n129", 1, 256, 129, 0, 0},
+        // z rows not 16-byte aligned (ldz = 70): LN_out loads z from global memory, not by TMA
+        {"cp-tile-ldz70", 2, 128, 0, 70, 1}, {"cp-tile-ldz70", 1, 256, 0, 70, 0},
     };
     for (const OutCase& c : out_cases) {
       if (quick && c.N > 100) continue;
