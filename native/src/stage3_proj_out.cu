@@ -294,9 +294,11 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   if (e != cudaSuccess) return e;
   // z: (B, H, rows, ldz) bf16 (plane stride sz), boxes of 64 tokens x 64 channels of one row,
   // where its rows are 16-byte aligned (TMA's stride rule); else LN_out loads it from global memory.
-  // (A layout the encoder refuses, planes overlapping say, takes that path too.)
+  // (A layout the encoder refuses, planes overlapping say, takes that path too, and so do rows
+  // shorter than a box: at cols = 8 the TMA loads stopped the producer thread with an illegal
+  // instruction on an H100, while boxes reaching past the channels, H = 32, load zero-filled.)
   const int z_prefetch = z_rows_aligned(z, ldz, sz);
-  int z_tma = z_prefetch;
+  int z_tma = z_prefetch && cols >= 64;
   if (z_tma) {
     const cuuint64_t dims[4] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)H, (cuuint64_t)B};
     const cuuint64_t strides[3] = {(cuuint64_t)ldz * 2, (cuuint64_t)sz * 2, (cuuint64_t)H * sz * 2};
