@@ -128,8 +128,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       }
     } else if (tid_wg == 64 && n_local > 0 && z_tma) {
       // z of tile v into each warpgroup's rows of A_z once its last MMA of tile v - 1 has read
-      // them. A warpgroup whose 64 tokens all lie past cols loads the last valid token onwards
-      // (no box wholly outside z; those rows' outputs are not stored).
+      // them. A warpgroup whose 64 tokens all lie past cols loads from the last 16-byte aligned
+      // token before cols (no box wholly outside z; those rows' outputs are not stored). A box's
+      // first token must be 16-byte aligned: one at cols - 1 stopped the thread with an illegal
+      // instruction (N = 8 and N = 130 on an H100).
       tma_prefetch_map(&tmZ);
       for (int v = 0; v < n_local; ++v) {
         const TokenTile tt = token_tile(v, tiles_k, rows);
@@ -140,7 +142,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           mbar_arrive_expect_tx(zfull0 + 8 * c, C::NKB_H * 8192);
 #pragma unroll
           for (int kb = 0; kb < C::NKB_H; ++kb)
-            tma_load_4d(s_az + kb * KB_BYTES + c * 8192, &tmZ, min(j0 + 64 * c, cols - 1), tt.i, 64 * kb, tt.b,
+            tma_load_4d(s_az + kb * KB_BYTES + c * 8192, &tmZ, min(j0 + 64 * c, (cols - 1) & ~7), tt.i, 64 * kb, tt.b,
                         zfull0 + 8 * c);
         }
       }
@@ -294,11 +296,9 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   if (e != cudaSuccess) return e;
   // z: (B, H, rows, ldz) bf16 (plane stride sz), boxes of 64 tokens x 64 channels of one row,
   // where its rows are 16-byte aligned (TMA's stride rule); else LN_out loads it from global memory.
-  // (A layout the encoder refuses, planes overlapping say, takes that path too, and so do rows
-  // shorter than a box: at cols = 8 the TMA loads stopped the producer thread with an illegal
-  // instruction on an H100, while boxes reaching past the channels, H = 32, load zero-filled.)
+  // (A layout the encoder refuses, planes overlapping say, takes that path too.)
   const int z_prefetch = z_rows_aligned(z, ldz, sz);
-  int z_tma = z_prefetch && cols >= 64;
+  int z_tma = z_prefetch;
   if (z_tma) {
     const cuuint64_t dims[4] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)H, (cuuint64_t)B};
     const cuuint64_t strides[3] = {(cuuint64_t)ldz * 2, (cuuint64_t)sz * 2, (cuuint64_t)H * sz * 2};
