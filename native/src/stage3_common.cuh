@@ -176,10 +176,12 @@ __device__ __forceinline__ void ln_out_load(ZPair<H>& zr, const bf16_raw* __rest
   zr.keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
 }
 // As ln_out_load, from the raw z that the producer's TMA put in this warpgroup's rows of the A_z
-// tile (load_z_rows: per k-block kb, channels 64 kb .. 64 kb + 63 as 128-byte rows of the
-// warpgroup's 64 tokens, 128B swizzle, 8 KiB at kb's block + 8 KiB cw). Tokens past the grid
-// arrive zero-filled, as the masks of ln_out_load make them. The caller synchronizes the
-// warpgroup before ln_out_store overwrites these rows with LN_out(z).
+// tile (the z thread of proj_out_wgmma_kernel: per k-block kb, channels 64 kb .. 64 kb + 63 as
+// 128-byte rows of the warpgroup's 64 tokens, 128B swizzle, 8 KiB at kb's block + 8 KiB cw).
+// Tokens past cols arrive zero-filled, as the masks of ln_out_load make them, except in a
+// warpgroup whose tokens all lie past cols: its box starts earlier (the last 16-byte aligned
+// token before cols) and its rows hold real z, which no stored output reads. The caller
+// synchronizes the warpgroup before ln_out_store overwrites these rows with LN_out(z).
 template <int H>
 __device__ __forceinline__ void ln_out_load_smem(ZPair<H>& zr, uint32_t s_az, int cw, int warp, int lane) {
   const int t = 16 * warp + 2 * (lane & 7);  // the pair's first token of the warpgroup's 64

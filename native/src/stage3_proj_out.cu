@@ -70,8 +70,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   using C = OutCfg<D, H>;
   // the x buffers' and the weight ring's barriers, then z's: full and empty per warpgroup
   constexpr int RINGBARS = 2 * C::NXBUF + 2 * C::STAGES;
-  static_assert((RINGBARS + 4) * 8 <= STATIC_SMEM, "the mbarriers outgrow STATIC_SMEM");
-  __shared__ __align__(8) uint64_t bars[RINGBARS + 4];
+  static_assert((RINGBARS + 2 * CONSUMERS) * 8 <= STATIC_SMEM, "the mbarriers outgrow STATIC_SMEM");
+  __shared__ __align__(8) uint64_t bars[RINGBARS + 2 * CONSUMERS];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
   const uint32_t base = aligned_smem(smem_raw, &sm);
@@ -87,7 +87,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
   // z of warpgroup c's rows: landed (the producer's arrival + its TMA bytes) / read by the
   // warpgroup's last MMA of the tile (its 4 warps)
-  const uint32_t zfull0 = smem_u32(&bars[RINGBARS]), zempty0 = zfull0 + 16;
+  const uint32_t zfull0 = smem_u32(&bars[RINGBARS]), zempty0 = zfull0 + 8 * CONSUMERS;
 
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lniw[c] = lniw[c];
@@ -165,7 +165,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     const int j0 = tt.kt * TOK;
     const int jvalid = min(TOK, cols - j0);
 
-    // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete).
+    // ---- LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas are complete:
+    // by program order on the path from global memory, through zempty / zfull on the TMA path).
     {
       ZPair<H> zr;
       if (z_tma) {
