@@ -48,6 +48,7 @@ constexpr int TOK = 128;                         // tokens per tile
 constexpr int CONSUMERS = wgcta::CONSUMERS;      // consumer warpgroups, 64 tokens each
 constexpr int THREADS = wgcta::THREADS;          // 384
 constexpr int KB_BYTES = 128 * 128;              // one 64-wide k-block of 128 rows (128 B per row, one swizzle span)
+constexpr int WG_KB_BYTES = 64 * 128;            // a consumer warpgroup's 64 rows of such a k-block
 constexpr int W_STAGE = KB_BYTES;                // a weight slot of 128 rows x 64 k bf16 (the default)
 constexpr int SMEM_LIMIT = 227 * 1024;           // dynamic + static shared memory per CTA on sm_90
 constexpr int STATIC_SMEM = 256;                 // the mbarriers (static), rounded up
@@ -423,7 +424,7 @@ __device__ __forceinline__ void ln_in_frags_ring_split(uint32_t (&af)[KR / 16][4
 // The wgmma descriptor of warpgroup cw's 64 rows of the tail (8 KiB into each of its k-blocks),
 // and that of its k16 step t: a constant offset (>> 4) from the first.
 __device__ __forceinline__ uint64_t tail_desc(uint32_t s_tail, int cw) {
-  return smem_desc(s_tail + (uint32_t)cw * 8192u, 16u, 1024u);
+  return smem_desc(s_tail + (uint32_t)(cw * proj::WG_KB_BYTES), 16u, 1024u);
 }
 __device__ __forceinline__ uint64_t tail_step(uint64_t da_tail, int t) {
   return da_tail + (uint64_t)(((t >> 2) * proj::KB_BYTES + (t & 3) * 32) >> 4);

@@ -177,7 +177,7 @@ __device__ __forceinline__ void ln_out_load(ZPair<H>& zr, const bf16_raw* __rest
 }
 // As ln_out_load, from the raw z that the producer's TMA put in this warpgroup's rows of the A_z
 // tile (the z thread of proj_out_wgmma_kernel: per k-block kb, channels 64 kb .. 64 kb + 63 as
-// 128-byte rows of the warpgroup's 64 tokens, 128B swizzle, 8 KiB at kb's block + 8 KiB cw).
+// 128-byte rows of the warpgroup's 64 tokens, 128B swizzle, at kb's block + cw WG_KB_BYTES).
 // Tokens past cols arrive zero-filled, as the masks of ln_out_load make them, except in a
 // warpgroup whose tokens all lie past cols: its box starts earlier (the last 16-byte aligned
 // token before cols) and its rows hold real z, which no stored output reads. The caller
@@ -186,7 +186,7 @@ template <int H>
 __device__ __forceinline__ void ln_out_load_smem(ZPair<H>& zr, uint32_t s_az, int cw, int warp, int lane) {
   const int t = 16 * warp + 2 * (lane & 7);  // the pair's first token of the warpgroup's 64
   const int q = lane >> 3;
-  const uint32_t base = s_az + (uint32_t)cw * 8192u + (uint32_t)((2 * t) & 15);
+  const uint32_t base = s_az + (uint32_t)(cw * proj::WG_KB_BYTES) + (uint32_t)((2 * t) & 15);
 #pragma unroll
   for (int uu = 0; uu < H / 32; ++uu)
 #pragma unroll

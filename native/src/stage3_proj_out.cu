@@ -139,10 +139,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 #pragma unroll
         for (int c = 0; c < CONSUMERS; ++c) {
           mbar_wait(zempty0 + 8 * c, (v & 1) ^ 1u);
-          mbar_arrive_expect_tx(zfull0 + 8 * c, C::NKB_H * 8192);
+          mbar_arrive_expect_tx(zfull0 + 8 * c, C::NKB_H * WG_KB_BYTES);
 #pragma unroll
           for (int kb = 0; kb < C::NKB_H; ++kb)
-            tma_load_4d(s_az + kb * KB_BYTES + c * 8192, &tmZ, min(j0 + 64 * c, (cols - 1) & ~7), tt.i, 64 * kb, tt.b,
+            tma_load_4d(s_az + kb * KB_BYTES + c * WG_KB_BYTES, &tmZ, min(j0 + 64 * c, (cols - 1) & ~7), tt.i, 64 * kb, tt.b,
                         zfull0 + 8 * c);
         }
       }
@@ -208,7 +208,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       const int ws0 = issue_chunk<C::WKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
         const uint64_t dp = smem_desc(slot, 16u, 2048u);           // p_out rows: 8-row groups 0, 2, 4, ...
         const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);   // g_out rows: 8-row groups 1, 3, 5, ...
-        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * (64 * 128), 16u, 1024u);
+        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * WG_KB_BYTES, 16u, 1024u);
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
           const uint64_t step = (uint64_t)((ks * 32) >> 4);

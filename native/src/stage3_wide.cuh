@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       const int ws0 = issue_chunk<C::WKB, C::STAGES, kWideRows * 128>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
         const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, 6
         const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, 7
-        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * (64 * 128), 16u, 1024u);
+        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * WG_KB_BYTES, 16u, 1024u);
 #pragma unroll
         for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
           const uint64_t step = (uint64_t)((ks * 32) >> 4);
