@@ -67,11 +67,12 @@ constexpr int tail_bytes(int D, int KR) { return (D - KR + 63) / 64 * KB_BYTES; 
 
 // Shared-memory plan of a projection kernel: NXBUF x buffers of XBUF bytes (whole x tiles, or
 // k-block slots of an x ring: stage 1 and the wide stage 3), the stage's own EXTRA bytes, the
-// weight ring with as many slots as fit (at most MAX_STAGES, or a chunk plus two k-blocks where
-// that is more), and 1024 B of slack to align the buffers to 1024 B (128B swizzle). KW: the K of
-// the weight matrix (stage 3's p_out and g_out share rows of max(H, D)), D by default. WROWS: the
-// weight rows of a chunk (one slot holds WROWS rows x 64 k).
-template <int D, int NXBUF_, int EXTRA, int KW = D, int XBUF = proj::x_tile_bytes(D), int WROWS = 128>
+// weight ring with as many slots as fit (at most CAP, MAX_STAGES by default, or a chunk plus two
+// k-blocks where that is more), and 1024 B of slack to align the buffers to 1024 B (128B swizzle).
+// KW: the K of the weight matrix (stage 3's p_out and g_out share rows of max(H, D)), D by
+// default. WROWS: the weight rows of a chunk (one slot holds WROWS rows x 64 k).
+template <int D, int NXBUF_, int EXTRA, int KW = D, int XBUF = proj::x_tile_bytes(D), int WROWS = 128,
+          int CAP = proj::MAX_STAGES>
 struct ProjCfg {
   static constexpr int NKB = (D + 63) / 64;   // k-blocks of x (the last one half used when D % 64 == 32)
   static constexpr int WKB = (KW + 63) / 64;  // k-blocks of a weight chunk
@@ -81,7 +82,7 @@ struct ProjCfg {
   static constexpr int W_SLOT = WROWS * 128;  // bytes of one weight slot
   static constexpr int FIXED = NXBUF * XBYTES + EXTRA + 1024;
   static constexpr int STAGES_FIT = (proj::SMEM_LIMIT - proj::STATIC_SMEM - FIXED) / W_SLOT;
-  static constexpr int STAGES_CAP = proj::MAX_STAGES > WKB + 2 ? proj::MAX_STAGES : WKB + 2;
+  static constexpr int STAGES_CAP = CAP > WKB + 2 ? CAP : WKB + 2;
   static constexpr int STAGES = STAGES_FIT < STAGES_CAP ? STAGES_FIT : STAGES_CAP;
   static constexpr int SMEM = FIXED + STAGES * W_SLOT;
   static_assert(STAGES >= WKB + 1, "the weight ring must hold a chunk plus one k-block");

@@ -58,9 +58,14 @@ constexpr int wide_x_slots(int D, int H) {
              ? 2
              : 1;
 }
+// Weight slots: as many as fit, up to what the mbarrier array holds beside the x ring's (16 pairs in
+// STATIC_SMEM). A chunk is short here (32 output channels: 64 rows of 8 KiB per k-block), so the
+// ring's k-blocks beyond the chunk being read are all the producer can load ahead of the next
+// chunk, against the latency of each L2 -> shared-memory TMA.
+constexpr int wide_max_stages(int D, int H) { return proj::STATIC_SMEM / 16 - wide_x_slots(D, H); }
 template <int D, int H>
-struct WideOutCfg
-    : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, kWideRows> {
+struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, kWideRows,
+                            wide_max_stages(D, H)> {
   static constexpr int KW = wide_kw(D, H);
   static constexpr int NCH = D / 32;                     // chunks of 32 output channels
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
