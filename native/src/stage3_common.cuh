@@ -35,6 +35,57 @@ __device__ __forceinline__ void ld_shared_v4(uint32_t a, uint32_t (&v)[4]) {
                : "memory");
 }
 
+// f(z of token row, z of token row + 1) for each channel 32 uu + 8 q + e of the thread's places in
+// the A_z tile (token-major), in ln_out_staged's order (uu, then e).
+template <int H, typename F>
+__device__ __forceinline__ void each_staged_value(uint32_t s_az, int row, int q, F&& f) {
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu) {
+    uint32_t t0[4], t1[4];
+    ld_shared_v4(az_chunk(s_az, uu, row, q), t0);
+    ld_shared_v4(az_chunk(s_az, uu, row + 1, q), t1);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      f((e & 1) ? bf16_hi(t0[e >> 1]) : bf16_lo(t0[e >> 1]), (e & 1) ? bf16_hi(t1[e >> 1]) : bf16_lo(t1[e >> 1]));
+  }
+}
+
+// The rest of ln_out_staged once the raw z of the thread's token pair (row, row + 1; channels
+// 32 uu + 8 q .. + 7) is in its places of the A_z tile (token-major) and summed (sum0, sum1, not yet
+// reduced over the quarters): the variance and the normalization, from and into those places.
+template <int H>
+__device__ __forceinline__ void ln_out_staged_finish(float sum0, float sum1, const float* lnow, const float* lnob,
+                                                     float eps, uint32_t s_az, int row, int q) {
+  constexpr int UU = H / 32;
+  sum_quarters(sum0, sum1);
+  const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
+  float sq0 = 0.f, sq1 = 0.f;
+  each_staged_value<H>(s_az, row, q, [&](float z0, float z1) {
+    const float d0 = z0 - mean0, d1 = z1 - mean1;
+    sq0 += d0 * d0;
+    sq1 += d1 * d1;
+  });
+  sum_quarters(sq0, sq1);
+  const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
+#pragma unroll
+  for (int uu = 0; uu < UU; ++uu) {
+    const int c0 = 32 * uu + 8 * q;
+    const uint32_t a0 = az_chunk(s_az, uu, row, q), a1 = az_chunk(s_az, uu, row + 1, q);
+    uint32_t t0[4], t1[4];
+    ld_shared_v4(a0, t0);
+    ld_shared_v4(a1, t1);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const float2 w = *reinterpret_cast<const float2*>(lnow + c0 + 2 * e);
+      const float2 bb = *reinterpret_cast<const float2*>(lnob + c0 + 2 * e);
+      t0[e] = pack_bf16x2((bf16_lo(t0[e]) - mean0) * rstd0 * w.x + bb.x, (bf16_hi(t0[e]) - mean0) * rstd0 * w.y + bb.y);
+      t1[e] = pack_bf16x2((bf16_lo(t1[e]) - mean1) * rstd1 * w.x + bb.x, (bf16_hi(t1[e]) - mean1) * rstd1 * w.y + bb.y);
+    }
+    st_shared_v4(a0, t0);
+    st_shared_v4(a1, t1);
+  }
+}
+
 // LN_out for H above kFusedOutMax, where a token pair's H / 4 values no longer fit in registers
 // beside the rest of the wide kernel: the raw z goes into the thread's own places of the A_z tile
 // 256 channels at a time (64 registers) while it is summed, and the variance and the normalization
@@ -80,44 +131,8 @@ __device__ __forceinline__ void ln_out_staged(const bf16_raw* zp, long long sz, 
       st_shared_v4(az_chunk(s_az, uu, row + 1, q), t1);
     }
   }
-  sum_quarters(sum0, sum1);
-  const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
-  float sq0 = 0.f, sq1 = 0.f;
-#pragma unroll
-  for (int uu = 0; uu < UU; ++uu) {
-    uint32_t t0[4], t1[4];
-    ld_shared_v4(az_chunk(s_az, uu, row, q), t0);
-    ld_shared_v4(az_chunk(s_az, uu, row + 1, q), t1);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const float z0 = (e & 1) ? bf16_hi(t0[e >> 1]) : bf16_lo(t0[e >> 1]);
-      const float z1 = (e & 1) ? bf16_hi(t1[e >> 1]) : bf16_lo(t1[e >> 1]);
-      const float d0 = z0 - mean0, d1 = z1 - mean1;
-      sq0 += d0 * d0;
-      sq1 += d1 * d1;
-    }
-  }
-  sum_quarters(sq0, sq1);
-  const float rstd0 = rsqrtf(sq0 * (1.0f / H) + eps), rstd1 = rsqrtf(sq1 * (1.0f / H) + eps);
-#pragma unroll
-  for (int uu = 0; uu < UU; ++uu) {
-    const int c0 = 32 * uu + 8 * q;
-    const uint32_t a0 = az_chunk(s_az, uu, row, q), a1 = az_chunk(s_az, uu, row + 1, q);
-    uint32_t t0[4], t1[4];
-    ld_shared_v4(a0, t0);
-    ld_shared_v4(a1, t1);
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const float2 w = *reinterpret_cast<const float2*>(lnow + c0 + 2 * e);
-      const float2 bb = *reinterpret_cast<const float2*>(lnob + c0 + 2 * e);
-      t0[e] = pack_bf16x2((bf16_lo(t0[e]) - mean0) * rstd0 * w.x + bb.x, (bf16_hi(t0[e]) - mean0) * rstd0 * w.y + bb.y);
-      t1[e] = pack_bf16x2((bf16_lo(t1[e]) - mean1) * rstd1 * w.x + bb.x, (bf16_hi(t1[e]) - mean1) * rstd1 * w.y + bb.y);
-    }
-    st_shared_v4(a0, t0);
-    st_shared_v4(a1, t1);
-  }
+  ln_out_staged_finish<H>(sum0, sum1, lnow, lnob, eps, s_az, row, q);
 }
-
 // LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas must be complete).
 // Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
 // channels 32 uu + 8 q + e (e < 8) of both tokens: one 4-byte load per channel brings the pair
@@ -264,6 +279,68 @@ __device__ __forceinline__ void ln_out_to_tile(const bf16_raw* __restrict__ z, i
   }
 }
 
+// As ln_out_staged, from the raw z that the producer's TMA put in this warpgroup's rows of the A_z
+// tile (produce_z: per k-block kb, channels 64 kb .. 64 kb + 63 as 128-byte rows of the
+// warpgroup's 64 tokens, channel-major, 128B swizzle; tokens past cols zero-filled): each 8 KiB
+// block is first turned token-major in place, 8 x 8 matrices at a time (ldmatrix.trans of 8
+// channel rows, stmatrix of the 8 token rows: the raw layout ln_out_staged stages), then summed in
+// ln_out_staged's order, so the result is its bit for bit. Warp w moves channels 16 w .. 16 w +
+// 15 of each block; the warpgroup synchronizes between a block's reads and its writes, and once
+// more before the sums read rows other warps wrote.
+template <int H>
+__device__ __forceinline__ void ln_out_from_tma(const float* lnow, const float* lnob, float eps, uint32_t s_az,
+                                                int cw, int warp, int lane) {
+  constexpr int NKB = (H + 63) / 64;
+  const int m = lane >> 3, r8 = lane & 7;
+#pragma unroll 1
+  for (int kb = 0; kb < NKB; ++kb) {
+    const uint32_t blk = s_az + (uint32_t)kb * proj::KB_BYTES + (uint32_t)(cw * proj::WG_KB_BYTES);
+    const bool half = 64 * kb + 16 * warp >= H;  // (H % 64 == 32: the last block's upper 32 channels)
+    uint32_t v[4][4];
+    // call k: matrices (channels 16 warp + 8 (k / 2) .., tokens 8 (4 (k % 2) + m) ..)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (!half) ldsm_x4_t(v[k], swz128(blk, 16 * warp + 8 * (k >> 1) + r8, 4 * (k & 1) + m));
+    bar_sync(proj::BAR_WG + cw, 128);  // every warp's reads of the block are done
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      if (!half) stsm_x4(swz128(blk, 8 * (4 * (k & 1) + m) + r8, 2 * warp + (k >> 1)), v[k]);
+  }
+  bar_sync(proj::BAR_WG + cw, 128);  // the token-major rows are written before others read them
+  const int row = ln_out_row(cw, warp, lane), q = lane >> 3;
+  float sum0 = 0.f, sum1 = 0.f;
+  each_staged_value<H>(s_az, row, q, [&](float z0, float z1) {
+    sum0 += z0;
+    sum1 += z1;
+  });
+  ln_out_staged_finish<H>(sum0, sum1, lnow, lnob, eps, s_az, row, q);
+}
+
+// The z producer (one thread): z of tile v into each consumer warpgroup's rows of A_z, once its
+// last MMA of tile v - 1 has read them (zempty of the warpgroup, 4 arrivals: its warps after the
+// tile's last release_chunk); zfull gets the bytes. A warpgroup whose 64 tokens all lie past cols
+// loads from the last 16-byte aligned token before cols (no box wholly outside z; those rows'
+// outputs are not stored). A box's first token must be 16-byte aligned: one at cols - 1 stopped
+// the thread with an illegal instruction (N = 8 and N = 130 on an H100).
+template <int NKB_H>
+__device__ __forceinline__ void produce_z(const CUtensorMap* tmZ, uint32_t s_az, uint32_t zfull0, uint32_t zempty0,
+                                          int n_local, int tiles_k, int rows, int cols) {
+  tma_prefetch_map(tmZ);
+  for (int v = 0; v < n_local; ++v) {
+    const TokenTile tt = token_tile(v, tiles_k, rows);
+    const int j0 = tt.kt * proj::TOK;
+#pragma unroll
+    for (int c = 0; c < proj::CONSUMERS; ++c) {
+      mbar_wait(zempty0 + 8 * c, (v & 1) ^ 1u);
+      mbar_arrive_expect_tx(zfull0 + 8 * c, NKB_H * proj::WG_KB_BYTES);
+#pragma unroll
+      for (int kb = 0; kb < NKB_H; ++kb)
+        tma_load_4d(s_az + kb * proj::KB_BYTES + c * proj::WG_KB_BYTES, tmZ, min(j0 + 64 * c, (cols - 1) & ~7), tt.i,
+                    64 * kb, tt.b, zfull0 + 8 * c);
+    }
+  }
+}
+
 // The producer's L2 prefetches for tile (b, i, j0 ..) of (B, rows, cols): the tile's z rows (one
 // per channel, 128 tokens = 256 B, 16-byte aligned where z_prefetch: checked on the host; the tail
 // under 16 B is left out) for the consumers' LN_out, and the tile's x (contiguous: 128 tokens x
@@ -296,6 +373,18 @@ inline bool out_args_ok(const DevLayer& L, const void* x, const bf16_raw* z, con
 // 1 where the z rows can be bulk-prefetched: every row start 16-byte aligned.
 inline int z_rows_aligned(const bf16_raw* z, int64_t ldz, int64_t sz) {
   return (reinterpret_cast<uintptr_t>(z) % 16 == 0 && sz % 8 == 0 && ldz % 8 == 0) ? 1 : 0;
+}
+// z: (B, H, rows, ldz) bf16 (plane stride sz) as a TMA map of boxes of 64 tokens x 64 channels of
+// one row (produce_z), where its rows are 16-byte aligned (TMA's stride rule): returns 1 then, 0
+// where LN_out must load z from global memory (also for a layout the encoder refuses, overlapping
+// planes say).
+inline int encode_z_rows(CUtensorMap* mz, const bf16_raw* z, int H, int64_t B, int64_t rows, int64_t cols,
+                         int64_t ldz, int64_t sz) {
+  if (!z_rows_aligned(z, ldz, sz)) return 0;
+  const cuuint64_t dims[4] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)H, (cuuint64_t)B};
+  const cuuint64_t strides[3] = {(cuuint64_t)ldz * 2, (cuuint64_t)sz * 2, (cuuint64_t)H * sz * 2};
+  const cuuint32_t box[4] = {64, 1, 64, 1};
+  return encode_bf16(mz, z, 4, dims, strides, box) == cudaSuccess ? 1 : 0;
 }
 
 }  // namespace foldcp

@@ -127,25 +127,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         load_x_tile<C::NKB, C::NXBUF, C::XBYTES>(v, &tmX, s_x, rb, j0, i, b);
       }
     } else if (tid_wg == 64 && n_local > 0 && z_tma) {
-      // z of tile v into each warpgroup's rows of A_z once its last MMA of tile v - 1 has read
-      // them. A warpgroup whose 64 tokens all lie past cols loads from the last 16-byte aligned
-      // token before cols (no box wholly outside z; those rows' outputs are not stored). A box's
-      // first token must be 16-byte aligned: one at cols - 1 stopped the thread with an illegal
-      // instruction (N = 8 and N = 130 on an H100).
-      tma_prefetch_map(&tmZ);
-      for (int v = 0; v < n_local; ++v) {
-        const TokenTile tt = token_tile(v, tiles_k, rows);
-        const int j0 = tt.kt * TOK;
-#pragma unroll
-        for (int c = 0; c < CONSUMERS; ++c) {
-          mbar_wait(zempty0 + 8 * c, (v & 1) ^ 1u);
-          mbar_arrive_expect_tx(zfull0 + 8 * c, C::NKB_H * WG_KB_BYTES);
-#pragma unroll
-          for (int kb = 0; kb < C::NKB_H; ++kb)
-            tma_load_4d(s_az + kb * KB_BYTES + c * WG_KB_BYTES, &tmZ, min(j0 + 64 * c, (cols - 1) & ~7), tt.i, 64 * kb, tt.b,
-                        zfull0 + 8 * c);
-        }
-      }
+      produce_z<C::NKB_H>(&tmZ, s_az, zfull0, zempty0, n_local, tiles_k, rows, cols);
     }
     return;
   }
@@ -295,17 +277,9 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
   // W3: [2D][max(D, H)] (rows past 2D zero-filled when D % 64 == 32, columns past it when its K % 64 == 32)
   e = encode_weights(&mw, L.w_out, C::KW, 2 * D);
   if (e != cudaSuccess) return e;
-  // z: (B, H, rows, ldz) bf16 (plane stride sz), boxes of 64 tokens x 64 channels of one row,
-  // where its rows are 16-byte aligned (TMA's stride rule); else LN_out loads it from global memory.
-  // (A layout the encoder refuses, planes overlapping say, takes that path too.)
+  // z by TMA where its rows are 16-byte aligned; else LN_out loads it from global memory.
   const int z_prefetch = z_rows_aligned(z, ldz, sz);
-  int z_tma = z_prefetch;
-  if (z_tma) {
-    const cuuint64_t dims[4] = {(cuuint64_t)cols, (cuuint64_t)rows, (cuuint64_t)H, (cuuint64_t)B};
-    const cuuint64_t strides[3] = {(cuuint64_t)ldz * 2, (cuuint64_t)sz * 2, (cuuint64_t)H * sz * 2};
-    const cuuint32_t box[4] = {64, 1, 64, 1};
-    if (encode_bf16(&mz, z, 4, dims, strides, box) != cudaSuccess) z_tma = 0;
-  }
+  const int z_tma = encode_z_rows(&mz, z, H, B, rows, cols, ldz, sz);
   return launch_persistent<proj_out_wgmma_kernel<D, H>>(
       C::SMEM, total, s, mx, mw, mo, mz, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b,
       L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual, z_prefetch,

@@ -11,8 +11,8 @@
 //     K = 512; the two views of a slot are m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x)
 //     from registers);
 //   - the LN vectors are copied to shared memory (read from global memory, the compiler issued
-//     their loads all at once and held them: hundreds of bytes of spills); the biases are read
-//     from global memory (L1) in the epilogue.
+//     their loads all at once and held them: hundreds of bytes of spills), and so are the
+//     epilogue's biases where there is room (wide_bias_smem; else read from global memory).
 // x may alias out: a thread reads each residual right before it writes that output, the tile's
 // x k-blocks are all in registers (or the tail) before its first output is written, and tiles do
 // not overlap.
@@ -44,25 +44,34 @@ constexpr int wide_reg_width(int D, int H) {
 }
 // Besides the x ring and the weight ring: A_z, the tail, then LN_in w, b (D each) and LN_out w, b
 // (H each).
-constexpr int wide_extra(int D, int H) {
+constexpr int wide_extra_base(int D, int H) {
   return proj::x_tile_bytes(H) + proj::tail_bytes(D, wide_reg_width(D, H)) + (2 * D + 2 * H) * 4;
+}
+// Weight slots that fit beside the x ring's slots and `extra` bytes.
+constexpr int wide_fit(int xslots, int extra) {
+  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (xslots * proj::KB_BYTES + extra + 1024)) / (kWideRows * 128);
 }
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
 // the rest, else one (H = 480 and 512, D = 480 or 512 with H = 416 or 448, and with the tail
 // 352 and 384 with H = 352 or 384). At H = 480 and 512 the weight ring has its minimum, a chunk
 // plus one k-block (9 slots).
 constexpr int wide_x_slots(int D, int H) {
-  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (2 * proj::KB_BYTES + wide_extra(D, H) + 1024)) /
-                     (kWideRows * 128) >=
-                 (wide_kw(D, H) + 63) / 64 + 2
-             ? 2
-             : 1;
+  return wide_fit(2, wide_extra_base(D, H)) >= (wide_kw(D, H) + 63) / 64 + 2 ? 2 : 1;
 }
-// Weight slots: as many as fit, up to what the mbarrier array holds beside the x ring's (16 pairs in
-// STATIC_SMEM). A chunk is short here (32 output channels: 64 rows of 8 KiB per k-block), so the
+// The epilogue's biases (bp, bg halved for gate_half: 2 D floats) in shared memory, where a weight
+// ring of a chunk plus one k-block still fits beside them; else (D = H = 512, 480 / 512) read from
+// global memory. (From global memory they missed L1, which the residual and z loads stream
+// through beside 220 KiB of shared memory: the gates waiting on them were 15 % of the kernel's
+// warp samples at 384/384 in ncu.)
+constexpr bool wide_bias_smem(int D, int H) {
+  return wide_fit(wide_x_slots(D, H), wide_extra_base(D, H) + 2 * D * 4) >= (wide_kw(D, H) + 63) / 64 + 1;
+}
+constexpr int wide_extra(int D, int H) { return wide_extra_base(D, H) + (wide_bias_smem(D, H) ? 2 * D * 4 : 0); }
+// Weight slots: as many as fit, up to what the mbarrier array holds beside the x ring's and z's (16
+// pairs in STATIC_SMEM). A chunk is short here (32 output channels: 64 rows of 8 KiB per k-block), so the
 // ring's k-blocks beyond the chunk being read are all the producer can load ahead of the next
 // chunk, against the latency of each L2 -> shared-memory TMA.
-constexpr int wide_max_stages(int D, int H) { return proj::STATIC_SMEM / 16 - wide_x_slots(D, H); }
+constexpr int wide_max_stages(int D, int H) { return proj::STATIC_SMEM / 16 - wide_x_slots(D, H) - proj::CONSUMERS; }
 template <int D, int H>
 struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, kWideRows,
                             wide_max_stages(D, H)> {
@@ -70,21 +79,26 @@ struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, 
   static constexpr int NCH = D / 32;                     // chunks of 32 output channels
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
   static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
+  static constexpr int NKB_H = (H + 63) / 64;            // k-blocks of A_z (z's TMA boxes per warpgroup)
   static constexpr int KR = wide_reg_width(D, H);        // channels of LN_in(x) in registers
   static constexpr int TAIL = proj::tail_bytes(D, KR);   // the rest, in shared memory
+  static constexpr bool BIAS_SMEM = wide_bias_smem(D, H);
 };
 
 template <int D, int H>
 __global__ void __launch_bounds__(proj::THREADS, 1)
     proj_out_wide_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
-                         const bf16* x, bf16* out, const bf16_raw* __restrict__ z, const float* __restrict__ lniw,
+                         const __grid_constant__ CUtensorMap tmZ, const bf16* x, bf16* out, const bf16_raw* __restrict__ z, const float* __restrict__ lniw,
                          const float* __restrict__ lnib, const float* __restrict__ lnow,
                          const float* __restrict__ lnob, const float* __restrict__ pout_b,
                          const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
-                         int residual, int z_prefetch, int tiles_k, int total) {
+                         int residual, int z_prefetch, int z_tma, int tiles_k, int total) {
   using namespace proj;
   using C = WideOutCfg<D, H>;
-  __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
+  // the x ring's and the weight ring's barriers, then z's: full and empty per warpgroup
+  constexpr int RINGBARS = 2 * C::NXBUF + 2 * C::STAGES;
+  static_assert((RINGBARS + 2 * CONSUMERS) * 8 <= STATIC_SMEM, "the mbarriers outgrow STATIC_SMEM");
+  __shared__ __align__(8) uint64_t bars[RINGBARS + 2 * CONSUMERS];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
   const uint32_t base = aligned_smem(smem_raw, &sm);
@@ -96,15 +110,27 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float* const p_lnib = p_lniw + D;
   float* const p_lnow = p_lnib + D;
   float* const p_lnob = p_lnow + H;
+  float* const p_bp = p_lnob + H;  // (wide_bias_smem)
+  float* const p_bg = p_bp + D;
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
+  const uint32_t zfull0 = smem_u32(&bars[RINGBARS]), zempty0 = zfull0 + 8 * CONSUMERS;
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lniw[c] = lniw[c];
     p_lnib[c] = lnib[c];
+    if constexpr (C::BIAS_SMEM) {
+      p_bp[c] = 0.5f * pout_b[c];  // halved for gate_half
+      p_bg[c] = 0.5f * gout_b[c];
+    }
   }
   for (int c = threadIdx.x; c < H; c += THREADS) {
     p_lnow[c] = lnow[c];
     p_lnob[c] = lnob[c];
   }
+  if (threadIdx.x == 0)  // (init_ring_bars fences these with its own and synchronizes the CTA)
+    for (int c = 0; c < CONSUMERS; ++c) {
+      mbar_init(zfull0 + 8 * c, 1);
+      mbar_init(zempty0 + 8 * c, 4);
+    }
   init_ring_bars<C::NXBUF, C::STAGES>(rb);  // (its __syncthreads also publishes the vectors)
 
   const int wg = threadIdx.x >> 7;
@@ -125,6 +151,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         prefetch_out_tile<D, H>(x, z, tt.b, tt.i, j0, rows, cols, ldz, sz, z_prefetch);
         load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, j0, tt.i, tt.b);
       }
+    } else if (tid_wg == 64 && n_local > 0 && z_tma) {
+      produce_z<C::NKB_H>(&tmZ, s_az, zfull0, zempty0, n_local, tiles_k, rows, cols);
     }
     return;
   }
@@ -147,15 +175,20 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     const int jvalid = min(TOK, cols - j0);
 
     // LN_out(z) -> this warpgroup's rows of A_z (its previous tile's wgmmas are complete: the last
-    // release_chunk waited for all of them), then LN_in(x) -> registers (and the tail).
-    ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
-    if constexpr (C::TAIL > 0) {
-      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(ax, xring, rb, s_x, s_tail, cw, warp, lane, p_lniw, p_lnib, eps);
-      fence_proxy_async_smem();  // the A_z and tail writes are read by wgmma (async proxy)
+    // release_chunk waited for all of them; by TMA the raw z was loaded once they were, during the
+    // last chunk's epilogue), then LN_in(x) -> registers (and the tail). (LN_in first, to give the
+    // TMA more time, kept LN_in(x)'s registers live through LN_out: ptxas spilled twice as much.)
+    if (z_tma) {
+      mbar_wait(zfull0 + 8 * cw, u & 1);
+      ln_out_from_tma<H>(p_lnow, p_lnob, eps, s_az, cw, warp, lane);
     } else {
-      fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
-      ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
+      ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
     }
+    if constexpr (C::TAIL > 0)
+      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(ax, xring, rb, s_x, s_tail, cw, warp, lane, p_lniw, p_lnib, eps);
+    else
+      ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
+    fence_proxy_async_smem();  // the A_z and tail writes are read by wgmma (async proxy)
     bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z (and tail) rows are written before the wgmmas read them
 
     // This thread's outputs: tokens t0 (h = 0) and t0 + 8 (h = 1) of the tile, channels
@@ -192,7 +225,25 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           }
         }
       });
+      // The halved biases of the epilogue's first channel pair, read while the MMAs run (the waits
+      // below are memory clobbers: loads written before them stay before them); each jj reads the
+      // next pair's before its gates.
+      auto halved_biases = [&](int c, float2& hbp, float2& hbg) {
+        if constexpr (C::BIAS_SMEM) {
+          hbp = *reinterpret_cast<const float2*>(p_bp + c);
+          hbg = *reinterpret_cast<const float2*>(p_bg + c);
+        } else {
+          const float2 bp = __ldg(reinterpret_cast<const float2*>(pout_b + c));
+          const float2 bg = __ldg(reinterpret_cast<const float2*>(gout_b + c));
+          hbp = make_float2(0.5f * bp.x, 0.5f * bp.y);
+          hbg = make_float2(0.5f * bg.x, 0.5f * bg.y);
+        }
+      };
+      float2 nbp, nbg;
+      halved_biases(32 * j + 2 * t4, nbp, nbg);
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
+      // the tile's last MMAs are complete: A_z may take the next tile's z
+      if (z_tma && j == C::NCH - 1 && lane == 0) mbar_arrive(zempty0 + 8 * cw);
       fence_regs(accp);
       fence_regs(accg);
 
@@ -200,12 +251,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 #pragma unroll
       for (int jj = 0; jj < 4; ++jj) {
         const int c = 32 * j + 8 * jj + 2 * t4;
-        const float2 bp = __ldg(reinterpret_cast<const float2*>(pout_b + c));
-        const float2 bg = __ldg(reinterpret_cast<const float2*>(gout_b + c));
+        const float2 hbp = nbp, hbg = nbg;
+        if (jj < 3) halved_biases(c + 8, nbp, nbg);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
-          float v0 = gate_half(accg[4 * jj + 2 * h], 0.5f * bg.x, accp[4 * jj + 2 * h], 0.5f * bp.x);
-          float v1 = gate_half(accg[4 * jj + 2 * h + 1], 0.5f * bg.y, accp[4 * jj + 2 * h + 1], 0.5f * bp.y);
+          float v0 = gate_half(accg[4 * jj + 2 * h], hbg.x, accp[4 * jj + 2 * h], hbp.x);
+          float v1 = gate_half(accg[4 * jj + 2 * h + 1], hbg.y, accp[4 * jj + 2 * h + 1], hbp.y);
           if (residual) {  // (not adding 0 keeps a -0 result, as the fused kernel does)
             v0 += bf16_lo(xres[jj][h]);
             v1 += bf16_hi(xres[jj][h]);
@@ -227,15 +278,16 @@ cudaError_t launch_wide_t(const DevLayer& L, const void* x, const bf16_raw* z, v
   if (!out_args_ok(L, x, z, out, B, rows, cols, ldz, sz, total)) return cudaErrorInvalidValue;
   // x: (B, rows, cols, D) bf16 in boxes of 64 channels x 128 tokens; W3: [2D][KW] in boxes of
   // 64 k x 64 rows (columns past the K of a view are zero in W3; past KW, zero-filled).
-  CUtensorMap mx, mw;
+  CUtensorMap mx, mw, mz{};
   cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, proj::TOK);
   if (e != cudaSuccess) return e;
   e = encode_weights(&mw, L.w_out, C::KW, 2 * D, kWideRows);
   if (e != cudaSuccess) return e;
+  const int z_tma = encode_z_rows(&mz, z, H, B, rows, cols, ldz, sz);
   return launch_persistent<proj_out_wide_kernel<D, H>>(
-      C::SMEM, total, s, mx, mw, static_cast<const bf16*>(x), static_cast<bf16*>(out), z, L.ln_in_w, L.ln_in_b,
+      C::SMEM, total, s, mx, mw, mz, static_cast<const bf16*>(x), static_cast<bf16*>(out), z, L.ln_in_w, L.ln_in_b,
       L.ln_out_w, L.ln_out_b, L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps,
-      L.residual, z_rows_aligned(z, ldz, sz), (int)tiles_k, (int)total);
+      L.residual, z_rows_aligned(z, ldz, sz), z_tma, (int)tiles_k, (int)total);
 }
 
 // Launches (prepare = false) or prepares (raises the shared-memory limit of) the kernel of

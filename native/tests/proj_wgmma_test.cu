@@ -17,7 +17,9 @@
 // Stage 3 cases: the same D, N, B plus odd N (the last token pair of a row half valid); z
 // channel-major bf16 as the workspace holds it (N rows of Np, padded planes) or as a CP tile
 // (rows = cols = ldz = 72, and 70, whose rows are not 16-byte aligned: z then comes from global
-// memory instead of by TMA); residual on and off; every case also
+// memory instead of by TMA); the wide kernel at D = H = 384 and 512 as CP tiles, checked against
+// itself on z re-laid with rows of the other alignment (no mma.sync oracle there): its TMA and
+// global-memory LN_out paths must agree bit for bit; residual on and off; every case also
 // runs in place (out == x) and must equal its out-of-place output bit for bit.
 // The projections do not depend on the direction (stage 1 stores the same channel-major layout
 // for both, stage 3 reads z the same way), so each case runs once.
@@ -572,8 +574,26 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
   CUDA_OK(cudaMemsetAsync(out_new, 0xFF, xn * 2, s));
   CUDA_OK(cudaMemcpyAsync(inplace, x, xn * 2, cudaMemcpyDeviceToDevice, s));
 
-  CUDA_OK(foldcp::launch_proj_out_mma_tile(L.dl, x, z, out_old, B, rows, cols, ldz, sz, s));
-  sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
+  // The reference: the mma.sync oracle up to D = 256 (its widths); above, the wide kernel itself on
+  // the same z laid out with rows of the other alignment (ldz 72 <-> 74, 70 <-> 72), so that one of
+  // the two runs takes LN_out's TMA path and the other its global-memory path: the two must agree
+  // bit for bit (the same arithmetic in the same order).
+  const bool oracle = D <= 256;
+  uint16_t* z_alt = nullptr;
+  if (oracle) {
+    CUDA_OK(foldcp::launch_proj_out_mma_tile(L.dl, x, z, out_old, B, rows, cols, ldz, sz, s));
+    sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
+  } else {
+    if (c.tile == 0) {
+      verdict(false, std::string(tag) + ": a wide case needs a CP tile (contiguous planes) to re-lay z");
+      return;
+    }
+    const int64_t ldz_alt = ldz % 8 == 0 ? ldz + 2 : (ldz + 7) / 8 * 8, sz_alt = rows * ldz_alt;
+    CUDA_OK(cudaMalloc(&z_alt, (size_t)B * D * sz_alt * 2));
+    CUDA_OK(cudaMemcpy2DAsync(z_alt, ldz_alt * 2, z, ldz * 2, cols * 2, (size_t)B * D * rows, cudaMemcpyDeviceToDevice, s));
+    CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z_alt, out_old, B, rows, cols, ldz_alt, sz_alt, s));
+    sync_or_die(s, 60, std::string(tag) + ": wgmma kernel, z rows of the other alignment");
+  }
   cudaError_t le = foldcp::launch_proj_out_tile(L.dl, x, z, out_new, B, rows, cols, ldz, sz, s);
   if (le == cudaSuccess) le = foldcp::launch_proj_out_tile(L.dl, inplace, z, inplace, B, rows, cols, ldz, sz, s);
   if (le != cudaSuccess) {
@@ -587,8 +607,16 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
       const std::string line = cmp_line(h, &rel);
       const unsigned long long bad = count_bad(out_new, 1, 0, 0, 0, 1, 0, (int64_t)xn, s);
       char l2[600];
-      snprintf(l2, sizeof l2, "%s: out new vs old: %s; unwritten or non-finite %llu", tag, line.c_str(), bad);
-      verdict(rel <= 1e-2 && h.written_mismatch == 0 && h.nonfinite == 0 && bad == 0, l2);
+      if (oracle) {
+        snprintf(l2, sizeof l2, "%s: out new vs old: %s; unwritten or non-finite %llu", tag, line.c_str(), bad);
+        verdict(rel <= 1e-2 && h.written_mismatch == 0 && h.nonfinite == 0 && bad == 0, l2);
+      } else {
+        snprintf(l2, sizeof l2,
+                 "%s: LN_out's two z paths (TMA, global memory): %llu elements differ (must be 0); unwritten or "
+                 "non-finite %llu",
+                 tag, h.n_diff, bad);
+        verdict(h.n_diff == 0 && h.written_mismatch == 0 && h.nonfinite == 0 && bad == 0, l2);
+      }
     }
     {
       const CmpStats h = compare(inplace, out_new, xn, s, "compare in place");
@@ -661,6 +689,7 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
   CUDA_OK(cudaFree(out_new));
   CUDA_OK(cudaFree(inplace));
   CUDA_OK(cudaFree(z));
+  if (z_alt != nullptr) CUDA_OK(cudaFree(z_alt));
   L.free_all();
 }
 
@@ -801,6 +830,9 @@ int main(int argc, char** argv) {
         {"n99", 2, 128, 99, 0, 1},     {"n129", 1, 256, 129, 0, 0},
         // z rows not 16-byte aligned (ldz = 70): LN_out loads z from global memory, not by TMA
         {"cp-tile-ldz70", 2, 128, 0, 70, 1}, {"cp-tile-ldz70", 1, 256, 0, 70, 0},
+        // the wide kernel (D = H above 256), each z path against the other
+        {"wide-tile", 1, 384, 0, 72, 1},      {"wide-tile-ldz70", 2, 384, 0, 70, 0},
+        {"wide-tile", 1, 512, 0, 72, 0},      {"wide-tile-ldz70", 1, 512, 0, 70, 1},
     };
     for (const OutCase& c : out_cases) {
       if (quick && c.N > 100) continue;
