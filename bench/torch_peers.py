@@ -244,6 +244,9 @@ def main():
     ap.add_argument("--baseline-lib", default="",
                     help="a second build of our library (say, the commit before a change), timed as arm "
                          "ours_baseline interleaved with ours on the same inputs: the same-run A/B")
+    ap.add_argument("--baseline-hidden", action="store_true",
+                    help="the baseline build takes a hidden width of its own (its foldcp_trimul.h has the "
+                         "hidden field): A/B at H != D too (else H = D only: an older build reads p_in as [2D][D])")
     ap.add_argument("--csv", default="")
     ap.add_argument("--shapes", default="1,1024,128;1,2048,128;1,2048,256;1,4096,128;1,4096,256",
                     help="B,N,D or B,N,D/H entries, ';'-separated")
@@ -273,8 +276,8 @@ def main():
 
     for line in correctness(ours, not args.no_compile):
         print(line, flush=True)
-    if baseline is not None:  # a baseline build may predate the hidden width: H = D only
-        for line in correctness(baseline, False, hiddens=(64,)):
+    if baseline is not None:  # a baseline build may predate the hidden width: H = D only, unless it has one
+        for line in correctness(baseline, False, hiddens=(64, 32) if args.baseline_hidden else (64,)):
             if " ours " in line:
                 print(line.replace(" ours ", " ours_baseline ", 1), flush=True)
 
@@ -310,14 +313,16 @@ def main():
             peak = {}
             # ours (and the baseline build on the same workspace and output buffers)
             h = ours.layer(p32, direction)
-            # a baseline build may predate the hidden width (it would read p_in as [2D][D]): H = D only
-            hb = baseline.layer(p32, direction) if baseline is not None and H == D else None
+            # a baseline build may predate the hidden width (it would read p_in as [2D][D]): H = D only,
+            # unless gpu-run found the hidden field in its header
+            hb = (baseline.layer(p32, direction)
+                  if baseline is not None and (H == D or args.baseline_hidden) else None)
             ws = out = None
             try:
                 ws = torch.empty(ours.ws_bytes(B, N, H), dtype=torch.uint8, device=dev)
                 out = torch.empty_like(x)
                 arms["ours"] = lambda: ours.forward(h, x, mu8, out, ws)
-                if hb is not None and baseline.ws_bytes(B, N, D) <= ws.numel():
+                if hb is not None and baseline.ws_bytes(B, N, H if args.baseline_hidden else D) <= ws.numel():
                     arms["ours_baseline"] = lambda: baseline.forward(hb, x, mu8, out, ws)
             except torch.OutOfMemoryError:
                 status["ours"] = "oom"
