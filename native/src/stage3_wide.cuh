@@ -2,7 +2,9 @@
 // kFusedOutMax (256), up to kMaxWidth (512). Same math and the same tiles (128 tokens (b, i,
 // j0 .. j0 + 127), two consumer warpgroups of 64 tokens taking turns on a shared weight ring); what
 // differs is where things live, since the tile's LN_out(z) alone is 128 KiB at H = 512:
-//   - A_z (LN_out(z), shared memory, written by ln_out_to_tile) is the only whole tile kept;
+//   - A_z (LN_out(z), shared memory) is the only whole tile kept: z comes by TMA into it and
+//     LN_out turns it token-major and normalizes it in place (ln_out_from_tma), or, where z's rows
+//     are not 16-byte aligned, ln_out_to_tile loads it from global memory;
 //   - x comes through a ring of one or two k-block slots, only for LN_in(x) (into registers);
 //     the residual is read from global memory (L2: the producer prefetches each tile's x) and the
 //     outputs are stored from registers, 4 bytes per token and channel pair;
