@@ -316,27 +316,52 @@ __device__ __forceinline__ void ln_out_from_tma(const float* lnow, const float* 
   ln_out_staged_finish<H>(sum0, sum1, lnow, lnob, eps, s_az, row, q);
 }
 
+// The mbarriers of z by TMA, per consumer warpgroup c: full(c), the producer's arrival plus its TMA
+// bytes; empty(c), the warpgroup's 4 warps once its last MMA of a tile has read A_z (release).
+// They follow the rings' barriers in the kernel's static array (2 CONSUMERS more entries).
+struct ZBars {
+  uint32_t full0, empty0;
+  __device__ __forceinline__ uint32_t full(int c) const { return full0 + 8 * c; }
+  __device__ __forceinline__ uint32_t empty(int c) const { return empty0 + 8 * c; }
+  // (one thread; init_ring_bars' fence and __syncthreads publish them with the rings')
+  __device__ __forceinline__ void init() const {
+    if (threadIdx.x == 0)
+      for (int c = 0; c < proj::CONSUMERS; ++c) {
+        mbar_init(full(c), 1);
+        mbar_init(empty(c), 4);
+      }
+  }
+  // Called by every lane of warpgroup cw after the tile's last release_chunk.
+  __device__ __forceinline__ void release(int cw, int lane) const {
+    if (lane == 0) mbar_arrive(empty(cw));
+  }
+};
+__device__ __forceinline__ ZBars z_bars(uint64_t* first) {
+  const uint32_t f = smem_u32(first);
+  return ZBars{f, f + 8 * proj::CONSUMERS};
+}
+
 // The z producer (one thread): z of tile v into each consumer warpgroup's rows of A_z, once its
-// last MMA of tile v - 1 has read them (zempty of the warpgroup, 4 arrivals: its warps after the
-// tile's last release_chunk); zfull gets the bytes. A warpgroup whose 64 tokens all lie past cols
+// last MMA of tile v - 1 has read them (zb.empty of the warpgroup, 4 arrivals: its warps after the
+// tile's last release_chunk); zb.full gets the bytes. A warpgroup whose 64 tokens all lie past cols
 // loads from the last 16-byte aligned token before cols (no box wholly outside z; those rows'
 // outputs are not stored). A box's first token must be 16-byte aligned: one at cols - 1 stopped
 // the thread with an illegal instruction (N = 8 and N = 130 on an H100).
 template <int NKB_H>
-__device__ __forceinline__ void produce_z(const CUtensorMap* tmZ, uint32_t s_az, uint32_t zfull0, uint32_t zempty0,
-                                          int n_local, int tiles_k, int rows, int cols) {
+__device__ __forceinline__ void produce_z(const CUtensorMap* tmZ, uint32_t s_az, const ZBars& zb, int n_local,
+                                          int tiles_k, int rows, int cols) {
   tma_prefetch_map(tmZ);
   for (int v = 0; v < n_local; ++v) {
     const TokenTile tt = token_tile(v, tiles_k, rows);
     const int j0 = tt.kt * proj::TOK;
 #pragma unroll
     for (int c = 0; c < proj::CONSUMERS; ++c) {
-      mbar_wait(zempty0 + 8 * c, (v & 1) ^ 1u);
-      mbar_arrive_expect_tx(zfull0 + 8 * c, NKB_H * proj::WG_KB_BYTES);
+      mbar_wait(zb.empty(c), (v & 1) ^ 1u);
+      mbar_arrive_expect_tx(zb.full(c), NKB_H * proj::WG_KB_BYTES);
 #pragma unroll
       for (int kb = 0; kb < NKB_H; ++kb)
         tma_load_4d(s_az + kb * proj::KB_BYTES + c * proj::WG_KB_BYTES, tmZ, min(j0 + 64 * c, (cols - 1) & ~7), tt.i,
-                    64 * kb, tt.b, zfull0 + 8 * c);
+                    64 * kb, tt.b, zb.full(c));
     }
   }
 }

@@ -85,9 +85,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float* const p_bp = p_lnob + H;
   float* const p_bg = p_bp + D;
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
-  // z of warpgroup c's rows: landed (the producer's arrival + its TMA bytes) / read by the
-  // warpgroup's last MMA of the tile (its 4 warps)
-  const uint32_t zfull0 = smem_u32(&bars[RINGBARS]), zempty0 = zfull0 + 8 * CONSUMERS;
+  const ZBars zb = z_bars(&bars[RINGBARS]);
 
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lniw[c] = lniw[c];
@@ -99,11 +97,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     p_lnow[c] = lnow[c];
     p_lnob[c] = lnob[c];
   }
-  if (threadIdx.x == 0)  // (init_ring_bars fences these with its own and synchronizes the CTA)
-    for (int c = 0; c < CONSUMERS; ++c) {
-      mbar_init(zfull0 + 8 * c, 1);
-      mbar_init(zempty0 + 8 * c, 4);
-    }
+  zb.init();
   init_ring_bars<C::NXBUF, C::STAGES>(rb);
 
   const int wg = threadIdx.x >> 7;
@@ -127,7 +121,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         load_x_tile<C::NKB, C::NXBUF, C::XBYTES>(v, &tmX, s_x, rb, j0, i, b);
       }
     } else if (tid_wg == 64 && n_local > 0 && z_tma) {
-      produce_z<C::NKB_H>(&tmZ, s_az, zfull0, zempty0, n_local, tiles_k, rows, cols);
+      produce_z<C::NKB_H>(&tmZ, s_az, zb, n_local, tiles_k, rows, cols);
     }
     return;
   }
@@ -152,7 +146,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     {
       ZPair<H> zr;
       if (z_tma) {
-        mbar_wait(zfull0 + 8 * cw, u & 1);
+        mbar_wait(zb.full(cw), u & 1);
         ln_out_load_smem<H>(zr, s_az, cw, warp, lane);
         bar_sync(BAR_WG + cw, 128);  // every raw row is read before LN_out overwrites them
       } else {
@@ -209,7 +203,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       // the tile's last MMAs are complete: A_z may take the next tile's z
-      if (z_tma && j == C::NCH - 1 && lane == 0) mbar_arrive(zempty0 + 8 * cw);
+      if (z_tma && j == C::NCH - 1) zb.release(cw, lane);
       fence_regs(accp);
       fence_regs(accg);
 

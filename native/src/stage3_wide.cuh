@@ -90,7 +90,8 @@ struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, 
 template <int D, int H>
 __global__ void __launch_bounds__(proj::THREADS, 1)
     proj_out_wide_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
-                         const __grid_constant__ CUtensorMap tmZ, const bf16* x, bf16* out, const bf16_raw* __restrict__ z, const float* __restrict__ lniw,
+                         const __grid_constant__ CUtensorMap tmZ, const bf16* x, bf16* out,
+                         const bf16_raw* __restrict__ z, const float* __restrict__ lniw,
                          const float* __restrict__ lnib, const float* __restrict__ lnow,
                          const float* __restrict__ lnob, const float* __restrict__ pout_b,
                          const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
@@ -115,7 +116,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float* const p_bp = p_lnob + H;  // (wide_bias_smem)
   float* const p_bg = p_bp + D;
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
-  const uint32_t zfull0 = smem_u32(&bars[RINGBARS]), zempty0 = zfull0 + 8 * CONSUMERS;
+  const ZBars zb = z_bars(&bars[RINGBARS]);
   for (int c = threadIdx.x; c < D; c += THREADS) {
     p_lniw[c] = lniw[c];
     p_lnib[c] = lnib[c];
@@ -128,11 +129,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     p_lnow[c] = lnow[c];
     p_lnob[c] = lnob[c];
   }
-  if (threadIdx.x == 0)  // (init_ring_bars fences these with its own and synchronizes the CTA)
-    for (int c = 0; c < CONSUMERS; ++c) {
-      mbar_init(zfull0 + 8 * c, 1);
-      mbar_init(zempty0 + 8 * c, 4);
-    }
+  zb.init();
   init_ring_bars<C::NXBUF, C::STAGES>(rb);  // (its __syncthreads also publishes the vectors)
 
   const int wg = threadIdx.x >> 7;
@@ -154,7 +151,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, j0, tt.i, tt.b);
       }
     } else if (tid_wg == 64 && n_local > 0 && z_tma) {
-      produce_z<C::NKB_H>(&tmZ, s_az, zfull0, zempty0, n_local, tiles_k, rows, cols);
+      produce_z<C::NKB_H>(&tmZ, s_az, zb, n_local, tiles_k, rows, cols);
     }
     return;
   }
@@ -181,7 +178,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // last chunk's epilogue), then LN_in(x) -> registers (and the tail). (LN_in first, to give the
     // TMA more time, kept LN_in(x)'s registers live through LN_out: ptxas spilled twice as much.)
     if (z_tma) {
-      mbar_wait(zfull0 + 8 * cw, u & 1);
+      mbar_wait(zb.full(cw), u & 1);
       ln_out_from_tma<H>(p_lnow, p_lnob, eps, s_az, cw, warp, lane);
     } else {
       ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
@@ -245,7 +242,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       halved_biases(32 * j + 2 * t4, nbp, nbg);
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       // the tile's last MMAs are complete: A_z may take the next tile's z
-      if (z_tma && j == C::NCH - 1 && lane == 0) mbar_arrive(zempty0 + 8 * cw);
+      if (z_tma && j == C::NCH - 1) zb.release(cw, lane);
       fence_regs(accp);
       fence_regs(accg);
 
