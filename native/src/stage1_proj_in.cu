@@ -13,6 +13,7 @@
 // layout). A = LN_in(x): wgmma A fragments in registers (channels past 256 in shared memory).
 #include <climits>
 #include <cstdint>
+#include <type_traits>
 
 #include "common.cuh"
 #include "pipeline.cuh"
@@ -64,6 +65,35 @@ struct InCfg : ProjCfg<D, in_x_slots(D),
   static constexpr int GROUPS = CH / 8;                    // groups of 8 channels per chunk
 };
 
+// The resident form (proj_in_wgmma_kernel<D, false, true>), for D <= 128 with H <= kResInMaxH and
+// one owner of whole chunks (the single-GPU launch): at these widths a tile's MMAs (K = D) are
+// short beside its LayerNorm and epilogues, and the two warpgroups' turns on a shared weight ring
+// kept the tensor cores idle whenever both were in their LayerNorm. So W1 (128 KiB at H = 128) is
+// loaded once per CTA and stays in shared memory, and each consumer warpgroup runs its own tiles
+// of 64 tokens (the CTA's tiles cw, cw + 2, ...) through its own two x slots, without turns.
+// Slots are laid out as halves of 128-token tiles (warpgroup cw's rows 64 cw .. of each k-block),
+// so the LayerNorm and the epilogue address them as in the streaming form.
+constexpr int kResInMaxH = 128;
+constexpr int kResInSlots = 2;  // x slots per consumer warpgroup
+template <int D>
+struct InResCfg {
+  static constexpr int NKB = (D + 63) / 64, WKB = NKB, KS = D / 16;
+  static constexpr int KR = D, TAIL = 0;
+  static constexpr int OUTS = proj::CONSUMERS * 64 * 128;
+  static constexpr int CH = 32, WROWS = 128, ACC = 64, GROUPS = 4;
+  static constexpr int W_SLOT = WROWS * 128;
+  static constexpr int XBYTES = proj::x_tile_bytes(D);  // a slot of each warpgroup
+  static constexpr int WBYTES = 4 * kResInMaxH / WROWS * WKB * W_SLOT;
+  // the mbarriers: full and empty per warpgroup and slot (as the x ring's, NXBUF of each), W1's (a
+  // wfull; STAGES = 1)
+  static constexpr int NXBUF = proj::CONSUMERS * kResInSlots, STAGES = 1;
+  static constexpr int SMEM = WBYTES + kResInSlots * XBYTES + OUTS + (2 * D + 4 * kMaxWidth) * 4 + 1024;
+  // (named for every D by the kernel's std::conditional_t; used up to D = 128)
+  static_assert(D > 128 || SMEM + proj::STATIC_SMEM <= proj::SMEM_LIMIT, "over the shared-memory limit");
+  static_assert(D > 128 || WBYTES < (1 << 20), "mbarrier tx-count is 20 bits");
+};
+constexpr bool in_res_ok(int D) { return D <= 128; }
+
 // What the epilogues of a tile's chunks need: set up with the tile's LayerNorm, the store
 // positions advanced chunk by chunk.
 struct InTile {
@@ -78,7 +108,7 @@ struct InTile {
 
 // PARTIAL: the launch's channel group is not made of whole chunks (its own instantiation: the
 // stores' plane checks cost the whole-chunk kernel 116 B of spills at D = 256 when both were one).
-template <int D, bool PARTIAL>
+template <int D, bool PARTIAL, bool RES = false>
 __global__ void __launch_bounds__(proj::THREADS, 1)
     proj_in_wgmma_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
                          const uint8_t* __restrict__ mask, const float* __restrict__ lnw, const float* __restrict__ lnb,
@@ -86,14 +116,17 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
                          const __grid_constant__ ProjInGeom geo, const __grid_constant__ AbTarget tgt, float eps,
                          int H, int out_rows, int tiles_k, int total) {
   using namespace proj;
-  using C = InCfg<D>;
+  using C = std::conditional_t<RES, InResCfg<D>, InCfg<D>>;
+  static_assert(!RES || (D <= 128 && !PARTIAL), "the resident form: D <= 128, whole chunks");
   __shared__ __align__(8) uint64_t bars[2 * C::NXBUF + 2 * C::STAGES];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
   const uint32_t base = aligned_smem(smem_raw, &sm);
-  const uint32_t s_x = base;                                  // NXBUF x k-block slots
-  const uint32_t s_w = s_x + C::NXBUF * C::XBYTES;            // STAGES weight slots
-  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;        // LN_in(x) past C::KR (D > 256)
+  // NXBUF x k-block slots, STAGES weight slots; resident: kResInSlots x slots (of both
+  // warpgroups), all of W1
+  const uint32_t s_x = base;
+  const uint32_t s_w = s_x + (RES ? kResInSlots : C::NXBUF) * C::XBYTES;
+  const uint32_t s_tail = s_w + (RES ? InResCfg<D>::WBYTES : C::STAGES * C::W_SLOT);  // LN_in(x) past C::KR (D > 256)
   const uint32_t s_o = s_tail + C::TAIL;                      // transposing buffers
   bf16* const outs = reinterpret_cast<bf16*>(sm + (s_o - base));
   float* const p_lnw = reinterpret_cast<float*>(sm + (s_o - base) + C::OUTS);
@@ -107,7 +140,20 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   }
   for (int c = threadIdx.x; c < H; c += THREADS)  // halved for gate_half
     p_bias[c] = make_float4(0.5f * pin_b[c], 0.5f * gin_b[c], 0.5f * pin_b[H + c], 0.5f * gin_b[H + c]);
-  init_ring_bars<C::NXBUF, C::STAGES>(rb);
+  if constexpr (RES) {
+    // xfull / xempty (k = c kResInSlots + s): warpgroup c's slot s, emptied by its 4 warps; wfull(0): W1
+    if (threadIdx.x == 0) {
+      for (int k = 0; k < C::NXBUF; ++k) {
+        mbar_init(rb.xfull(k), 1);
+        mbar_init(rb.xempty(k), 4);
+      }
+      mbar_init(rb.wfull(0), 1);
+      fence_mbarrier_init();
+    }
+    __syncthreads();
+  } else {
+    init_ring_bars<C::NXBUF, C::STAGES>(rb);
+  }
 
   const int wg = threadIdx.x >> 7;  // warp-uniform
   const int tid_wg = threadIdx.x & 127;
@@ -128,7 +174,29 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // Two independent threads, so that neither stream waits for the other's free slots:
     // warp 0 streams the weight k-blocks, warp 1 the x tiles.
     setmaxnreg_dec<PRODUCER_REGS>();
-    if (tid_wg == 0 && n_local > 0) {
+    if constexpr (RES) {
+      // thread 32 c feeds consumer warpgroup c (tiles c, c + 2, ...); thread 0 first loads W1
+      const int c = tid_wg >> 5;
+      if ((tid_wg & 31) != 0 || c >= CONSUMERS || n_local <= c) return;
+      if (c == 0) {
+        tma_prefetch_map(&tmW);
+        mbar_arrive_expect_tx(rb.wfull(0), (je - jb) * C::WKB * C::W_SLOT);
+        for (int j = jb; j < je; ++j)
+          for (int kb = 0; kb < C::WKB; ++kb)
+            tma_load_2d(s_w + ((j - jb) * C::WKB + kb) * C::W_SLOT, &tmW, kb * 64, j * C::WROWS, rb.wfull(0));
+      }
+      tma_prefetch_map(&tmX);
+      for (int n = 0, v = c; v < n_local; ++n, v += CONSUMERS) {
+        const TokenTile tt = token_tile(v, tiles_k, out_rows);
+        const int s = n % kResInSlots, k = c * kResInSlots + s;
+        mbar_wait(rb.xempty(k), ((n / kResInSlots) & 1) ^ 1u);
+        mbar_arrive_expect_tx(rb.xfull(k), C::NKB * WG_KB_BYTES);
+        // (clamped into x as below)
+        for (int kb = 0; kb < C::NKB; ++kb)
+          tma_load_4d(s_x + s * C::XBYTES + c * WG_KB_BYTES + kb * KB_BYTES, &tmX, kb * 64,
+                      min(tt.kt * 64, xc - 1), min(tt.i, xr - 1), tt.b, rb.xfull(k));
+      }
+    } else if (tid_wg == 0 && n_local > 0) {
       produce_weights<C::WKB, C::STAGES, C::WROWS>(&tmW, s_w, rb, n_local, jb, je);
     } else if (tid_wg == 32 && n_local > 0) {
       tma_prefetch_map(&tmX);
@@ -166,13 +234,15 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
 
-  // Tile u's set-up and LN_in(x) into af: what the epilogues of its chunks need.
-  auto begin_tile = [&](int u) {
+  // Tile u's set-up and LN_in(x) into af: what the epilogues of its chunks need. (Resident: the
+  // warpgroup's n-th tile; its 64 tokens are rows 64 cw .. of a 128-token tile starting at k0, so
+  // that the positions below are the streaming form's.)
+  auto begin_tile = [&](int u, int n) {
     InTile t;
     const TokenTile tt = token_tile(u, tiles_k, out_rows);
     t.i = tt.i;
     t.b = tt.b;
-    t.k0 = tt.kt * TOK;
+    t.k0 = RES ? tt.kt * 64 - 64 * cw : tt.kt * TOK;
     // Validity of this thread's two tokens (rows g and g + 8 of its warp's 16). The mask bytes
     // are loaded here and tested after the LayerNorm, so that their latency hides behind it
     // (tested at once, they stalled every tile: ncu, 2026-12-01).
@@ -215,7 +285,15 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     }
 
     // (each x slot is released as soon as this warp's rows of it are in registers)
-    if constexpr (C::TAIL > 0) {
+    if constexpr (RES) {
+      const int k = cw * kResInSlots + n % kResInSlots;
+      mbar_wait(rb.xfull(k), (n / kResInSlots) & 1);
+      load_frags<D>(af, s_x + (n % kResInSlots) * C::XBYTES, 64 * cw + 16 * warp, lane);
+      fence_proxy_async_smem();  // this lane's reads, before the TMA that refills the slot (walk_x_ring)
+      __syncwarp();
+      if (lane == 0) mbar_arrive(rb.xempty(k));
+      normalize_frags<D>(af, lane, p_lnw, p_lnb, eps);
+    } else if constexpr (C::TAIL > 0) {
       ln_in_frags_ring_split<D, C::KR, C::NXBUF>(af, xring, rb, s_x, s_tail, cw, warp, lane, p_lnw, p_lnb, eps);
       fence_proxy_async_smem();   // the tail's stmatrix writes, before the wgmmas read them
       bar_sync(BAR_WG + cw, 128);  // every warp's rows of the warpgroup's tail are written
@@ -227,28 +305,32 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     return t;
   };
 
-  // Issues the next W1 chunk's MMAs (A = af and the tail, B = the chunk's weight slots) into acc;
-  // returns the chunk's first weight slot (release_chunk).
-  auto mma_chunk = [&](auto& acc) {
-    return issue_chunk<C::WKB, C::STAGES, C::W_SLOT>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
-      const uint64_t db = smem_desc(slot, 16u, 1024u);
+  // The MMAs of k-block kb of a W1 chunk (A = af and the tail, B = the k-block's 128 rows at
+  // `slot`) into acc.
+  auto mma_kb = [&](auto& acc, int kb, uint32_t slot) {
+    const uint64_t db = smem_desc(slot, 16u, 1024u);
 #pragma unroll
-      for (int ks = 0; ks < 4; ++ks) {
-        const int k = 4 * kb + ks;  // compile-time after unrolling
-        const uint64_t dbk = db + (uint64_t)((ks * 32) >> 4);
-        if (k < C::KR / 16) {
-          if constexpr (CH == 32)
-            wgmma_m64n128k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
-          else
-            wgmma_m64n64k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
-        } else if (k < C::KS) {
-          if constexpr (CH == 32)
-            wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
-          else
-            wgmma_m64n64k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
-        }
+    for (int ks = 0; ks < 4; ++ks) {
+      const int k = 4 * kb + ks;  // compile-time after unrolling
+      const uint64_t dbk = db + (uint64_t)((ks * 32) >> 4);
+      if (k < C::KR / 16) {
+        if constexpr (CH == 32)
+          wgmma_m64n128k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
+        else
+          wgmma_m64n64k16_rs(acc, af[k], dbk, (kb > 0 || ks > 0) ? 1 : 0);
+      } else if (k < C::KS) {
+        if constexpr (CH == 32)
+          wgmma_m64n128k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
+        else
+          wgmma_m64n64k16_ss(acc, tail_step(da_tail, k - C::KR / 16), dbk, 1);
       }
-    });
+    }
+  };
+  // Issues the next W1 chunk's MMAs from the ring into acc in this warpgroup's turn; returns the
+  // chunk's first weight slot (release_chunk).
+  auto mma_chunk = [&](auto& acc) {
+    return issue_chunk<C::WKB, C::STAGES, C::W_SLOT>(cw, ring, rb, s_w,
+                                                     [&](int kb, uint32_t slot) { mma_kb(acc, kb, slot); });
   };
 
   // ---- epilogue of chunk j (its MMAs complete, acc fenced): a = sigmoid(g_a + bg_a) * (p_a + bp_a),
@@ -339,8 +421,27 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float acc[C::ACC];
 #pragma unroll
   for (int k = 0; k < C::ACC; ++k) acc[k] = 0.f;
+  if constexpr (RES) {
+    // Chunk j of W1 sits at (j - jb) WKB slots; no turns: each warpgroup's chunks reach the
+    // tensor cores as they come, between the other's.
+    if (cw < n_local) mbar_wait(rb.wfull(0), 0);
+    for (int n = 0, u = cw; u < n_local; ++n, u += CONSUMERS) {
+      InTile t = begin_tile(u, n);
+      for (int j = jb; j < je; ++j) {
+        wgmma_fence();  // the LayerNorm's A fragments and the last epilogue's reads of acc, first
+#pragma unroll
+        for (int kb = 0; kb < C::WKB; ++kb) mma_kb(acc, kb, s_w + ((j - jb) * C::WKB + kb) * C::W_SLOT);
+        wgmma_commit();
+        const float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
+        wgmma_wait<0>();
+        fence_regs(acc);
+        epilogue(acc, t, j, nb0, nb1);
+      }
+    }
+    return;
+  }
   for (int u = 0; u < n_local; ++u) {
-    InTile t = begin_tile(u);
+    InTile t = begin_tile(u, 0);
     for (int j = jb; j < je; ++j) {
       const int ws0 = mma_chunk(acc);
       // the biases of the chunk's first 8 channels (the epilogue's nb0, nb1)
@@ -385,6 +486,17 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
                                                             L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
                                                             (int)tiles_k, (int)total);
   }
+  if constexpr (in_res_ok(D)) {
+    if (!group && H <= kResInMaxH && t.dloc >= H) {  // whole chunks, one owner: the resident form
+      const int64_t tiles64 = (g.out_cols + 63) / 64, total64 = B * g.out_rows * tiles64;
+      if (total64 > INT_MAX) return cudaErrorInvalidValue;
+      e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, 64);
+      if (e != cudaSuccess) return e;
+      return launch_persistent<proj_in_wgmma_kernel<D, false, true>>(
+          InResCfg<D>::SMEM, total64, s, mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b, L.g_in_b, g, t, L.eps, H,
+          (int)g.out_rows, (int)tiles64, (int)total64);
+    }
+  }
   return launch_persistent<proj_in_wgmma_kernel<D, false>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
                                                            L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
                                                            (int)tiles_k, (int)total);
@@ -418,8 +530,11 @@ cudaError_t launch_proj_in(const DevLayer& L, const void* x, const uint8_t* mask
 cudaError_t prepare_proj_in(int dim) {
   return with_dim(dim, [](auto d) {
     constexpr int D = decltype(d)::value;
-    const cudaError_t e = prepare_on_current_device<proj_in_wgmma_kernel<D, false>>(InCfg<D>::SMEM);
-    return e != cudaSuccess ? e : prepare_on_current_device<proj_in_wgmma_kernel<D, true>>(InCfg<D>::SMEM);
+    cudaError_t e = prepare_on_current_device<proj_in_wgmma_kernel<D, false>>(InCfg<D>::SMEM);
+    if (e == cudaSuccess) e = prepare_on_current_device<proj_in_wgmma_kernel<D, true>>(InCfg<D>::SMEM);
+    if constexpr (in_res_ok(D))
+      if (e == cudaSuccess) e = prepare_on_current_device<proj_in_wgmma_kernel<D, false, true>>(InResCfg<D>::SMEM);
+    return e;
   });
 }
 

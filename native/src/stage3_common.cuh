@@ -366,6 +366,98 @@ __device__ __forceinline__ void produce_z(const CUtensorMap* tmZ, uint32_t s_az,
   }
 }
 
+// ---- the fused chunk of the kernels whose W3 chunks are 128 rows (64 output channels, 8-row
+// groups alternating p_out, g_out; proj_out_wgmma_kernel, proj_out_resident_kernel)
+// p_out and g_out of k-block kb of a W3 chunk (its 128 rows x 64 k at `slot`): two wgmma B views
+// of the slot (descriptor stride 2048 B between 8-row groups, the g view starting 1024 B in), so
+// p and g of a channel land in the same thread's registers; p over A_z (the warpgroup's rows:
+// az_wg = the A_z tile + cw WG_KB_BYTES) by SS, g over LN_in(x)'s fragments by RS. Each view only
+// over its own K (the rows are zero past it).
+template <int KS_H, int KS>
+__device__ __forceinline__ void out_kblock_mmas(float (&accp)[32], float (&accg)[32], const uint32_t (&ax)[KS][4],
+                                                uint32_t az_wg, uint32_t slot, int kb) {
+  const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, ...
+  const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, ...
+  const uint64_t da = smem_desc(az_wg + kb * proj::KB_BYTES, 16u, 1024u);
+#pragma unroll
+  for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
+    const uint64_t step = (uint64_t)((ks * 32) >> 4);
+    const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+    if (4 * kb + ks < KS_H) wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
+    if (4 * kb + ks < KS) wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+  }
+}
+
+// A consumer thread's outputs of chunk j: tokens wrow + g (+ 8 h) of the tile buffer (wrow = the
+// warp's first row), channels 64 j + 8 jj + 2 t4 (+ 1). The residual comes from the tile's x in
+// shared memory (k-block j of the buffer, xj; 16-byte chunk jj: the 8 rows of one load fall in 8
+// bank groups), read before the chunk's MMAs are waited for; the gated outputs go over it, in
+// out's layout, for one TMA store per warp. (Read again from global memory, 4 bytes over 8 rows
+// per load instruction, the residual was the largest epilogue stall and half of the L1 wavefronts
+// in ncu.)
+template <int D>
+struct OutChunk {
+  uint32_t xj;
+  int wrow, g, t4, j;
+  __device__ __forceinline__ uint32_t addr(int jj, int h) const {
+    return swz128(xj, wrow + g + 8 * h, jj) + 4u * (uint32_t)t4;
+  }
+  __device__ __forceinline__ void load_residual(uint32_t (&xres)[8][2], int residual) const {
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        xres[jj][h] = 0u;
+        if (residual) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(xres[jj][h]) : "r"(addr(jj, h)));
+      }
+  }
+  // The biases (halved, in shared memory) of the chunk's first channel pair, read while the MMAs run.
+  __device__ __forceinline__ void first_biases(const float* p_bp, const float* p_bg, float2& nbp, float2& nbg) const {
+    nbp = nbg = make_float2(0.f, 0.f);
+    if (D % 64 == 0 || 64 * j + 2 * t4 < D) {
+      nbp = *reinterpret_cast<const float2*>(p_bp + 64 * j + 2 * t4);
+      nbg = *reinterpret_cast<const float2*>(p_bg + 64 * j + 2 * t4);
+    }
+  }
+  // out = sigmoid(g + bg) * (p + bp) (+ x) as bf16 pairs over the residual; each jj reads the next
+  // pair's biases before its gates (they waited on shared memory: ncu, 2026-12-01).
+  __device__ __forceinline__ void gate(const float (&accp)[32], const float (&accg)[32], const uint32_t (&xres)[8][2],
+                                       float2 nbp, float2 nbg, const float* p_bp, const float* p_bg,
+                                       int residual) const {
+#pragma unroll
+    for (int jj = 0; jj < 8; ++jj) {
+      const int c = 64 * j + 8 * jj + 2 * t4;
+      const float2 bp = nbp, bg = nbg;
+      if (jj < 7 && (D % 64 == 0 || c + 8 < D)) {
+        nbp = *reinterpret_cast<const float2*>(p_bp + c + 8);
+        nbg = *reinterpret_cast<const float2*>(p_bg + c + 8);
+      }
+      if (D % 64 == 0 || c < D) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float v0 = gate_half(accg[4 * jj + 2 * h], bg.x, accp[4 * jj + 2 * h], bp.x);
+          float v1 = gate_half(accg[4 * jj + 2 * h + 1], bg.y, accp[4 * jj + 2 * h + 1], bp.y);
+          if (residual) {
+            v0 += bf16_lo(xres[jj][h]);
+            v1 += bf16_hi(xres[jj][h]);
+          }
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr(jj, h)), "r"(pack_bf16x2(v0, v1)) : "memory");
+        }
+      }
+    }
+  }
+  // The warp's 16 tokens x 64 channels now sit in the buffer in out's layout: one TMA store of
+  // them (tokens past cols and channels past D lie outside the map) at token `tok` of row i, batch b.
+  __device__ __forceinline__ void store(const CUtensorMap* tmO, int lane, int tok, int i, int b) const {
+    fence_proxy_async_smem();
+    __syncwarp();
+    if (lane == 0) {
+      tma_store_4d(tmO, xj + (uint32_t)wrow * 128u, 64 * j, tok, i, b);
+      bulk_commit();
+    }
+  }
+};
+
 // The producer's L2 prefetches for tile (b, i, j0 ..) of (B, rows, cols): the tile's z rows (one
 // per channel, 128 tokens = 256 B, 16-byte aligned where z_prefetch: checked on the host; the tail
 // under 16 B is left out) for the consumers' LN_out, and the tile's x (contiguous: 128 tokens x

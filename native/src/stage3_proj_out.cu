@@ -164,82 +164,23 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 #pragma unroll
     for (int k = 0; k < 32; ++k) accp[k] = accg[k] = 0.f;
     for (int j = 0; j < C::NCH; ++j) {
-      // Residual x of this thread's outputs (tokens 64 cw + 16 warp + g + 8 h, channels
-      // 64 j + 8 jj + 2 t4 + {0, 1}) from the tile's x in shared memory (k-block j, 16-byte chunk
-      // jj: the 8 rows of one load fall in 8 bank groups), read before the turn wait. The tile's x
-      // buffer is therefore held until the tile's last chunk. (Read again from global memory, 4
-      // bytes over 8 rows per load instruction, it was the largest epilogue stall and half of the
-      // L1 wavefronts in ncu.)
-      const uint32_t xj = s_x + buf * C::XBYTES + (uint32_t)j * KB_BYTES;  // k-block j of the tile's x
-      const int wrow = 64 * cw + 16 * warp;                                 // the warp's 16 tokens
-      auto xres_addr = [&](int jj, int h) { return swz128(xj, wrow + g + 8 * h, jj) + 4u * (uint32_t)t4; };
+      // (the residual is read from the tile's x buffer, which is therefore held until the tile's
+      // last chunk, and the outputs written over it: OutChunk)
+      const OutChunk<D> oc{s_x + buf * C::XBYTES + (uint32_t)j * KB_BYTES, 64 * cw + 16 * warp, g, t4, j};
       uint32_t xres[8][2];
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          xres[jj][h] = 0u;
-          if (residual) asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(xres[jj][h]) : "r"(xres_addr(jj, h)));
-        }
+      oc.load_residual(xres, residual);
       const int ws0 = issue_chunk<C::WKB>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
-        const uint64_t dp = smem_desc(slot, 16u, 2048u);           // p_out rows: 8-row groups 0, 2, 4, ...
-        const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);   // g_out rows: 8-row groups 1, 3, 5, ...
-        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * WG_KB_BYTES, 16u, 1024u);
-#pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
-          const uint64_t step = (uint64_t)((ks * 32) >> 4);
-          const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
-          if (4 * kb + ks < C::KS_H) wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
-          if (4 * kb + ks < C::KS) wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
-        }
+        out_kblock_mmas<C::KS_H, C::KS>(accp, accg, ax, s_az + cw * WG_KB_BYTES, slot, kb);
       });
-      // Biases of the epilogue's first channel pair, read while the MMAs run; each jj below reads
-      // the next pair's before its gates (they waited on shared memory: ncu, 2026-12-01).
-      float2 nbp = make_float2(0.f, 0.f), nbg = make_float2(0.f, 0.f);
-      if (D % 64 == 0 || 64 * j + 2 * t4 < D) {
-        nbp = *reinterpret_cast<const float2*>(p_bp + 64 * j + 2 * t4);
-        nbg = *reinterpret_cast<const float2*>(p_bg + 64 * j + 2 * t4);
-      }
-
+      float2 nbp, nbg;
+      oc.first_biases(p_bp, p_bg, nbp, nbg);
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       // the tile's last MMAs are complete: A_z may take the next tile's z
       if (z_tma && j == C::NCH - 1) zb.release(cw, lane);
       fence_regs(accp);
       fence_regs(accg);
-
-      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x), bf16 pairs straight from registers.
-      // Thread outputs: tokens 64 cw + 16 warp + g (+ 8 h), channels 64 j + 8 jj + 2 t4 (+ 1).
-#pragma unroll
-      for (int jj = 0; jj < 8; ++jj) {
-        const int c = 64 * j + 8 * jj + 2 * t4;
-        const float2 bp = nbp, bg = nbg;
-        if (jj < 7 && (D % 64 == 0 || c + 8 < D)) {
-          nbp = *reinterpret_cast<const float2*>(p_bp + c + 8);
-          nbg = *reinterpret_cast<const float2*>(p_bg + c + 8);
-        }
-        if (D % 64 == 0 || c < D) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            float v0 = gate_half(accg[4 * jj + 2 * h], bg.x, accp[4 * jj + 2 * h], bp.x);
-            float v1 = gate_half(accg[4 * jj + 2 * h + 1], bg.y, accp[4 * jj + 2 * h + 1], bp.y);
-            if (residual) {
-              v0 += bf16_lo(xres[jj][h]);
-              v1 += bf16_hi(xres[jj][h]);
-            }
-            // over the residual it was computed from, in the tile's x buffer (see below)
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(xres_addr(jj, h)), "r"(pack_bf16x2(v0, v1)) : "memory");
-          }
-        }
-      }
-      // The warp's 16 tokens x 64 channels of this chunk now sit in the x buffer in out's layout:
-      // one TMA store writes them (tokens past cols and channels past D lie outside the map), where
-      // 16 four-byte stores per thread over 8 rows each went before.
-      fence_proxy_async_smem();
-      __syncwarp();
-      if (lane == 0) {
-        tma_store_4d(&tmO, xj + (uint32_t)wrow * 128u, 64 * j, j0 + wrow, i, b);
-        bulk_commit();
-      }
+      oc.gate(accp, accg, xres, nbp, nbg, p_bp, p_bg, residual);
+      oc.store(&tmO, lane, j0 + oc.wrow, i, b);
     }
     // The x buffer is rewritten by the next tile's load: the stores must have read it first.
     if (lane == 0) bulk_wait_read<0>();
@@ -297,6 +238,8 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
                                  int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax)
     return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
+  if (proj_out_resident_takes(L.dim, L.hidden, z, ldz, sz))
+    return launch_proj_out_resident(L, x, z, out, B, rows, cols, ldz, sz, s);
   return with_dims<kFusedOutMax>(L.dim, L.hidden, [&](auto d, auto h) {
     return launch_out_t<decltype(d)::value, decltype(h)::value>(L, x, z, out, B, rows, cols, ldz, sz, s);
   });
@@ -314,6 +257,10 @@ cudaError_t prepare_proj_out(int dim, int hidden) {
     l.dim = dim;
     l.hidden = hidden;
     return wide_out(l, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0, nullptr, true);
+  }
+  if (dim <= kResidentOutMax && hidden <= kResidentOutMax) {
+    const cudaError_t e = prepare_proj_out_resident(dim, hidden);
+    if (e != cudaSuccess) return e;
   }
   return with_dims<kFusedOutMax>(dim, hidden, [](auto d, auto h) {
     constexpr int D = decltype(d)::value, H = decltype(h)::value;

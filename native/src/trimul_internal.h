@@ -198,6 +198,14 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
                                  int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
 cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
                             int64_t sz, cudaStream_t s);
+// The stage 3 kernel of D, H <= kResidentOutMax (stage3_resident.cu: W3 resident in shared
+// memory, each consumer warpgroup on its own tiles), which launch_proj_out_tile takes where z's
+// rows are 16-byte aligned (its z comes by TMA); the fused kernel otherwise.
+constexpr int kResidentOutMax = 128;
+bool proj_out_resident_takes(int dim, int hidden, const bf16_raw* z, int64_t ldz, int64_t sz);
+cudaError_t launch_proj_out_resident(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
+                                     int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
+cudaError_t prepare_proj_out_resident(int dim, int hidden);
 // Raise the dynamic shared-memory limits of the stage 1 / stage 3 kernels of (D, H) on the
 // current device (once per process and device; their launchers do it too). foldcp_trimul_create
 // calls them, so that a layer is only made where its kernels load.
