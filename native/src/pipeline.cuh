@@ -31,7 +31,9 @@
 // work on one warpgroup's chunk while the other runs its epilogue (gates, sigmoids, stores). The
 // weight slots are released k-block by k-block (one commit group per k-block, wgmma.wait_group N:
 // issue_chunk / release_chunk), so that the ring needs about one chunk plus the look-ahead, not
-// two chunks.
+// two chunks. (At D, H <= 128 the whole weight matrix fits in shared memory: the resident forms
+// of stages 1 and 3 load it once, and each consumer warpgroup runs its own 64-token tiles
+// without turns.)
 #pragma once
 #include <cuda_runtime.h>
 

@@ -438,20 +438,20 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         epilogue(acc, t, j, nb0, nb1);
       }
     }
-    return;
-  }
-  for (int u = 0; u < n_local; ++u) {
-    InTile t = begin_tile(u, 0);
-    for (int j = jb; j < je; ++j) {
-      const int ws0 = mma_chunk(acc);
-      // the biases of the chunk's first 8 channels (the epilogue's nb0, nb1)
-      const float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
-      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
-      fence_regs(acc);
-      epilogue(acc, t, j, nb0, nb1);
+  } else {
+    for (int u = 0; u < n_local; ++u) {
+      InTile t = begin_tile(u, 0);
+      for (int j = jb; j < je; ++j) {
+        const int ws0 = mma_chunk(acc);
+        // the biases of the chunk's first 8 channels (the epilogue's nb0, nb1)
+        const float4 nb0 = p_bias[CH * j + 2 * t4], nb1 = p_bias[CH * j + 2 * t4 + 1];
+        release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
+        fence_regs(acc);
+        epilogue(acc, t, j, nb0, nb1);
+      }
     }
+    turn_finish(cw, ring.issued);
   }
-  turn_finish(cw, ring.issued);
 }
 
 // ------------------------------------------------------------------ host side
@@ -487,7 +487,8 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
                                                             (int)tiles_k, (int)total);
   }
   if constexpr (in_res_ok(D)) {
-    if (!group && H <= kResInMaxH && t.dloc >= H) {  // whole chunks, one owner: the resident form
+    // all chunks (W1's room holds kResInMaxH channels from channel 0), one owner: the resident form
+    if ((g.chans == 0 || (g.chans == H && g.chan0 == 0)) && H <= kResInMaxH && t.dloc >= H) {
       const int64_t tiles64 = (g.out_cols + 63) / 64, total64 = B * g.out_rows * tiles64;
       if (total64 > INT_MAX) return cudaErrorInvalidValue;
       e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, 64);

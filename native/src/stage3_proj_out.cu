@@ -5,7 +5,9 @@
 // pipeline.cuh.
 //
 // A template of the pair width D (x, out: the output channels, g_out's K) and the hidden width H
-// (z: p_out's K).
+// (z: p_out's K). At D, H <= kResidentOutMax with z's rows 16-byte aligned launch_proj_out_tile
+// takes the resident kernel instead (stage3_resident.cu: the same chunks and epilogue, W3 kept
+// in shared memory, no turns); above kFusedOutMax the wide kernels (stage3_wide.cuh).
 // Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
 // W3 ([2D][max(D, H)]) chunk j = rows 128 j .. 128 j + 127 = output channels 64 j .. 64 j + 63,
 // 8-row groups alternating p_out, g_out: two wgmma B views of the same slot (descriptor stride
@@ -238,8 +240,10 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
                                  int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax)
     return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
-  if (proj_out_resident_takes(L.dim, L.hidden, z, ldz, sz))
-    return launch_proj_out_resident(L, x, z, out, B, rows, cols, ldz, sz, s);
+  if (proj_out_resident_takes(L.dim, L.hidden, z, ldz, sz)) {
+    const cudaError_t e = launch_proj_out_resident(L, x, z, out, B, rows, cols, ldz, sz, s);
+    if (e != cudaErrorNotSupported) return e;  // (z's map refused: the fused kernel loads it itself)
+  }
   return with_dims<kFusedOutMax>(L.dim, L.hidden, [&](auto d, auto h) {
     return launch_out_t<decltype(d)::value, decltype(h)::value>(L, x, z, out, B, rows, cols, ldz, sz, s);
   });

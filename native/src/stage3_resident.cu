@@ -9,6 +9,9 @@
 //     tiles u = cw, cw + 2, ... of its persistent list, through its own two slots, each slot
 //     holding a tile's raw x and raw z (TMA, one mbarrier for both). While one warpgroup runs its
 //     LayerNorms (no MMAs), the other's MMAs run, and each slot's loads are issued a tile ahead.
+//     (No L2 prefetches: issued two tiles ahead, about 15 us before their TMA loads at
+//     (1,2048,128) on an H100, most of them were evicted first and the stage read 5.2 GB of HBM
+//     for 3.2 GB of data.)
 // In the fused kernel both warpgroups start a 128-token tile together (they share each weight
 // chunk) and wait for the tile's z, which can only be loaded once the previous tile's last MMA
 // has read A_z: at (1,2048,128) it ran at about half of HBM's bandwidth.
@@ -77,11 +80,11 @@ template <int D, int H>
 __global__ void __launch_bounds__(proj::THREADS, 1)
     proj_out_resident_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
                              const __grid_constant__ CUtensorMap tmO, const __grid_constant__ CUtensorMap tmZ,
-                             const bf16* x, const bf16_raw* __restrict__ z, const float* __restrict__ lniw,
+                             const float* __restrict__ lniw,
                              const float* __restrict__ lnib, const float* __restrict__ lnow,
                              const float* __restrict__ lnob, const float* __restrict__ pout_b,
-                             const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz,
-                             float eps, int residual, int tiles_k, int total) {
+                             const float* __restrict__ gout_b, int rows, float eps, int residual, int tiles_k,
+                             int total) {
   using namespace proj;
   using C = ResCfg<D, H>;
   __shared__ __align__(8) uint64_t bars[ResBars::COUNT];
@@ -143,18 +146,6 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       const int s = n % kResSlots;
       const TokenTile tt = res_tile(n, c, tiles_k, rows);
       const int j0 = tt.kt * kResTok;
-      // The tile after the next one's x and z into L2, so that their TMA loads (issued when a
-      // slot frees, a tile from now) find it: two slots alone keep too few bytes in flight.
-      if (n + kResSlots < n_mine) {
-        const TokenTile tp = res_tile(n + kResSlots, c, tiles_k, rows);
-        const int p0 = tp.kt * kResTok, pn = min(kResTok, cols - p0);
-        bulk_prefetch_l2(x + (((int64_t)tp.b * rows + tp.i) * cols + p0) * D, (uint32_t)(pn * D * 2));
-        const uint32_t zbytes = (uint32_t)(pn * 2) & ~15u;
-        if (zbytes > 0) {
-          const bf16_raw* zr = z + (int64_t)tp.b * H * sz + (int64_t)tp.i * ldz + p0;
-          for (int ch = 0; ch < H; ++ch) bulk_prefetch_l2(zr + (int64_t)ch * sz, zbytes);
-        }
-      }
       mbar_wait(rb.empty(c, s), ((n / kResSlots) & 1) ^ 1u);
       mbar_arrive_expect_tx(rb.full(c, s), C::SLOT_TX);
       const uint32_t sx = s_slot + s * C::SLOT + c * WG_KB_BYTES, sz_ = sx + C::XBYTES;
@@ -237,7 +228,8 @@ cudaError_t launch_resident_t(const DevLayer& L, const void* x, const bf16_raw* 
   if (!out_args_ok(L, x, z, out, B, rows, cols, ldz, sz, total)) return cudaErrorInvalidValue;
   // x: boxes of 64 channels x 64 tokens; out: 64 channels x 16 tokens (one consumer warp's rows of
   // a chunk); W3: [2D][max(D, H)] in boxes of 64 k x 128 rows (rows past 2D zero-filled); z: as
-  // the fused kernel's (encode_z_rows), which the caller has checked.
+  // the fused kernel's (encode_z_rows: 16-byte aligned rows, which proj_out_resident_takes checked;
+  // a layout the encoder refuses anyway returns cudaErrorNotSupported, for the fused kernel).
   CUtensorMap mx, mw, mo, mz{};
   cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, kResTok);
   if (e != cudaSuccess) return e;
@@ -245,11 +237,10 @@ cudaError_t launch_resident_t(const DevLayer& L, const void* x, const bf16_raw* 
   if (e != cudaSuccess) return e;
   e = encode_weights(&mw, L.w_out, C::KW, 2 * D);
   if (e != cudaSuccess) return e;
-  if (!encode_z_rows(&mz, z, H, B, rows, cols, ldz, sz)) return cudaErrorInvalidValue;
+  if (!encode_z_rows(&mz, z, H, B, rows, cols, ldz, sz)) return cudaErrorNotSupported;
   return launch_persistent<proj_out_resident_kernel<D, H>>(
-      C::SMEM, total, s, mx, mw, mo, mz, static_cast<const bf16*>(x), z, L.ln_in_w, L.ln_in_b, L.ln_out_w,
-      L.ln_out_b, L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps, L.residual,
-      (int)tiles_k, (int)total);
+      C::SMEM, total, s, mx, mw, mo, mz, L.ln_in_w, L.ln_in_b, L.ln_out_w, L.ln_out_b, L.p_out_b, L.g_out_b,
+      (int)rows, L.eps, L.residual, (int)tiles_k, (int)total);
 }
 
 }  // namespace

@@ -122,8 +122,8 @@ struct AbTarget {
 };
 
 // Which tokens stage 1 reads and writes. x and mask are (B, x_rows, x_cols[, D]); the kernel
-// visits out_rows x out_cols tokens (out_cols rounded up to 128 per CTA) and stores the columns
-// < store_cols; a token is valid (else a = b = 0) when it lies inside x, its global position
+// visits out_rows x out_cols tokens (out_cols rounded up to its tile: 128 tokens, 64 in the
+// resident form) and stores the columns < store_cols (<= out_cols: every caller's); a token is valid (else a = b = 0) when it lies inside x, its global position
 // (g_row0 + i, g_col0 + k) lies inside the N x N grid (n_valid), and its mask is nonzero.
 // Channels: chans = 0 computes all H; otherwise channels chan0 .. chan0 + chans - 1 (both
 // multiples of 8: a channel group, see foldcp_forward_options.group; one destination), stored as
