@@ -1,5 +1,5 @@
 // Stage 3 for D, H <= kResidentOutMax (128), the widths where the stage moves far more bytes than
-// it multiplies (per token 2 D + 2 H bytes in, 2 D out, for 4 D (D + H) flops: it is bound by
+// it multiplies (per token 2 D + 2 H bytes in, 2 D out, for 2 D (D + H) flops: it is bound by
 // HBM). The same math, the same chunks and the same epilogue as proj_out_wgmma_kernel
 // (stage3_proj_out.cu), bit for bit; what differs is the schedule:
 //   - W3 ([2D][max(D, H)], 64 KiB at D = H = 128) is loaded once per CTA and stays in shared
