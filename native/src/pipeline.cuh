@@ -123,13 +123,15 @@ __device__ __forceinline__ RingBars ring_bars(uint64_t* bars) {
   return r;
 }
 // Thread 0 initializes the barriers: a full barrier completes on the producer's arrival plus its
-// TMA bytes, an empty one when all 8 consumer warps released the buffer. Then the CTA synchronizes.
+// TMA bytes, an empty one when all 8 consumer warps released the buffer (an x buffer: its
+// x_releasers, 4 where each consumer warpgroup has x buffers of its own). Then the CTA
+// synchronizes.
 template <int NXBUF, int STAGES>
-__device__ __forceinline__ void init_ring_bars(const RingBars& r) {
+__device__ __forceinline__ void init_ring_bars(const RingBars& r, int x_releasers = proj::CONSUMERS * 4) {
   if (threadIdx.x == 0) {
     for (int k = 0; k < NXBUF; ++k) {
       mbar_init(r.xfull(k), 1);
-      mbar_init(r.xempty(k), proj::CONSUMERS * 4);
+      mbar_init(r.xempty(k), x_releasers);
     }
     for (int k = 0; k < STAGES; ++k) {
       mbar_init(r.wfull(k), 1);
@@ -175,6 +177,17 @@ __device__ __forceinline__ void produce_weights(const CUtensorMap* tmW, uint32_t
       }
     }
   }
+}
+
+// The resident forms (D, H <= 128): weight chunks jb .. je - 1 (WROWS rows x NKB k-blocks each)
+// once into consecutive slots from s_w, all completing on `bar` (one thread).
+template <int NKB, int WROWS = 128>
+__device__ __forceinline__ void load_weights_once(const CUtensorMap* tmW, uint32_t s_w, uint32_t bar, int jb, int je) {
+  constexpr int SLOT = WROWS * 128;
+  tma_prefetch_map(tmW);
+  mbar_arrive_expect_tx(bar, (je - jb) * NKB * SLOT);
+  for (int j = jb; j < je; ++j)
+    for (int kb = 0; kb < NKB; ++kb) tma_load_2d(s_w + ((j - jb) * NKB + kb) * SLOT, tmW, kb * 64, j * WROWS, bar);
 }
 
 // The x ring (stage 1, the wide stage 3): a tile's NKB k-blocks (64 channels x 128 tokens of the

@@ -140,20 +140,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   }
   for (int c = threadIdx.x; c < H; c += THREADS)  // halved for gate_half
     p_bias[c] = make_float4(0.5f * pin_b[c], 0.5f * gin_b[c], 0.5f * pin_b[H + c], 0.5f * gin_b[H + c]);
-  if constexpr (RES) {
-    // xfull / xempty (k = c kResInSlots + s): warpgroup c's slot s, emptied by its 4 warps; wfull(0): W1
-    if (threadIdx.x == 0) {
-      for (int k = 0; k < C::NXBUF; ++k) {
-        mbar_init(rb.xfull(k), 1);
-        mbar_init(rb.xempty(k), 4);
-      }
-      mbar_init(rb.wfull(0), 1);
-      fence_mbarrier_init();
-    }
-    __syncthreads();
-  } else {
-    init_ring_bars<C::NXBUF, C::STAGES>(rb);
-  }
+  // (resident: xfull / xempty k = c kResInSlots + s, warpgroup c's slot s, emptied by its 4 warps;
+  // wfull(0): W1)
+  init_ring_bars<C::NXBUF, C::STAGES>(rb, RES ? 4 : CONSUMERS * 4);
 
   const int wg = threadIdx.x >> 7;  // warp-uniform
   const int tid_wg = threadIdx.x & 127;
@@ -178,13 +167,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // thread 32 c feeds consumer warpgroup c (tiles c, c + 2, ...); thread 0 first loads W1
       const int c = tid_wg >> 5;
       if ((tid_wg & 31) != 0 || c >= CONSUMERS || n_local <= c) return;
-      if (c == 0) {
-        tma_prefetch_map(&tmW);
-        mbar_arrive_expect_tx(rb.wfull(0), (je - jb) * C::WKB * C::W_SLOT);
-        for (int j = jb; j < je; ++j)
-          for (int kb = 0; kb < C::WKB; ++kb)
-            tma_load_2d(s_w + ((j - jb) * C::WKB + kb) * C::W_SLOT, &tmW, kb * 64, j * C::WROWS, rb.wfull(0));
-      }
+      if (c == 0) load_weights_once<C::WKB, C::WROWS>(&tmW, s_w, rb.wfull(0), jb, je);
       tma_prefetch_map(&tmX);
       for (int n = 0, v = c; v < n_local; ++n, v += CONSUMERS) {
         const TokenTile tt = token_tile(v, tiles_k, out_rows);

@@ -366,6 +366,40 @@ __device__ __forceinline__ void produce_z(const CUtensorMap* tmZ, uint32_t s_az,
   }
 }
 
+// The stage 3 kernels' vectors in shared memory, from `first` on: LN_in w, b (D each), LN_out
+// w, b (H each), then the epilogue's biases bp, bg (D each, halved for gate_half) where BIASES
+// (the wide kernel leaves them in global memory where they do not fit: wide_bias_smem). Copied
+// by the whole CTA; the caller's next __syncthreads publishes them.
+struct OutVecs {
+  float *lniw, *lnib, *lnow, *lnob, *bp, *bg;
+};
+template <int D, int H, bool BIASES = true>
+__device__ __forceinline__ OutVecs load_out_vecs(float* first, const float* __restrict__ lniw,
+                                                 const float* __restrict__ lnib, const float* __restrict__ lnow,
+                                                 const float* __restrict__ lnob, const float* __restrict__ pout_b,
+                                                 const float* __restrict__ gout_b) {
+  OutVecs v;
+  v.lniw = first;
+  v.lnib = v.lniw + D;
+  v.lnow = v.lnib + D;
+  v.lnob = v.lnow + H;
+  v.bp = v.lnob + H;
+  v.bg = v.bp + D;
+  for (int c = threadIdx.x; c < D; c += proj::THREADS) {
+    v.lniw[c] = lniw[c];
+    v.lnib[c] = lnib[c];
+    if constexpr (BIASES) {
+      v.bp[c] = 0.5f * pout_b[c];
+      v.bg[c] = 0.5f * gout_b[c];
+    }
+  }
+  for (int c = threadIdx.x; c < H; c += proj::THREADS) {
+    v.lnow[c] = lnow[c];
+    v.lnob[c] = lnob[c];
+  }
+  return v;
+}
+
 // ---- the fused chunk of the kernels whose W3 chunks are 128 rows (64 output channels, 8-row
 // groups alternating p_out, g_out; proj_out_wgmma_kernel, proj_out_resident_kernel)
 // p_out and g_out of k-block kb of a W3 chunk (its 128 rows x 64 k at `slot`): two wgmma B views

@@ -80,25 +80,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t s_x = base;                         // NXBUF x tiles
   const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;  // LN_out(z) tile
   const uint32_t s_w = s_az + C::AZBYTES;            // STAGES weight slots
-  float* const p_lniw = reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * W_STAGE);
-  float* const p_lnib = p_lniw + D;
-  float* const p_lnow = p_lnib + D;
-  float* const p_lnob = p_lnow + H;
-  float* const p_bp = p_lnob + H;
-  float* const p_bg = p_bp + D;
+  const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + (s_w - base) + C::STAGES * W_STAGE), lniw,
+                                          lnib, lnow, lnob, pout_b, gout_b);
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
   const ZBars zb = z_bars(&bars[RINGBARS]);
-
-  for (int c = threadIdx.x; c < D; c += THREADS) {
-    p_lniw[c] = lniw[c];
-    p_lnib[c] = lnib[c];
-    p_bp[c] = 0.5f * pout_b[c];  // halved for gate_half
-    p_bg[c] = 0.5f * gout_b[c];
-  }
-  for (int c = threadIdx.x; c < H; c += THREADS) {
-    p_lnow[c] = lnow[c];
-    p_lnob[c] = lnob[c];
-  }
   zb.init();
   init_ring_bars<C::NXBUF, C::STAGES>(rb);
 
@@ -154,12 +139,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       } else {
         ln_out_load<H>(zr, z, b, i, j0, jvalid, ldz, sz, cw, warp, lane);
       }
-      ln_out_store<H>(zr, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
+      ln_out_store<H>(zr, vec.lnow, vec.lnob, eps, s_az, cw, warp, lane);
     }
     fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
 
     // ---- LN_in(x) -> A fragments in registers
-    const int buf = ln_in_frags<D, C::NXBUF, C::XBYTES>(ax, u, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
+    const int buf = ln_in_frags<D, C::NXBUF, C::XBYTES>(ax, u, rb, s_x, cw, warp, lane, vec.lniw, vec.lnib, eps);
     bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
 
     float accp[32], accg[32];
@@ -175,13 +160,13 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         out_kblock_mmas<C::KS_H, C::KS>(accp, accg, ax, s_az + cw * WG_KB_BYTES, slot, kb);
       });
       float2 nbp, nbg;
-      oc.first_biases(p_bp, p_bg, nbp, nbg);
+      oc.first_biases(vec.bp, vec.bg, nbp, nbg);
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       // the tile's last MMAs are complete: A_z may take the next tile's z
       if (z_tma && j == C::NCH - 1) zb.release(cw, lane);
       fence_regs(accp);
       fence_regs(accg);
-      oc.gate(accp, accg, xres, nbp, nbg, p_bp, p_bg, residual);
+      oc.gate(accp, accg, xres, nbp, nbg, vec.bp, vec.bg, residual);
       oc.store(&tmO, lane, j0 + oc.wrow, i, b);
     }
     // The x buffer is rewritten by the next tile's load: the stores must have read it first.

@@ -93,24 +93,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t base = aligned_smem(smem_raw, &sm);
   const uint32_t s_w = base;                  // W3: chunk j, k-block kb at (j WKB + kb) W_STAGE
   const uint32_t s_slot = s_w + C::WBYTES;    // slot s: x tile, then z tile, at s SLOT
-  float* const p_lniw = reinterpret_cast<float*>(sm + C::WBYTES + kResSlots * C::SLOT);
-  float* const p_lnib = p_lniw + D;
-  float* const p_lnow = p_lnib + D;
-  float* const p_lnob = p_lnow + H;
-  float* const p_bp = p_lnob + H;
-  float* const p_bg = p_bp + D;
+  const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + C::WBYTES + kResSlots * C::SLOT), lniw, lnib,
+                                          lnow, lnob, pout_b, gout_b);
   const ResBars rb{smem_u32(&bars[0])};
-
-  for (int c = threadIdx.x; c < D; c += THREADS) {
-    p_lniw[c] = lniw[c];
-    p_lnib[c] = lnib[c];
-    p_bp[c] = 0.5f * pout_b[c];  // halved for gate_half
-    p_bg[c] = 0.5f * gout_b[c];
-  }
-  for (int c = threadIdx.x; c < H; c += THREADS) {
-    p_lnow[c] = lnow[c];
-    p_lnob[c] = lnob[c];
-  }
   if (threadIdx.x == 0) {
     for (int c = 0; c < CONSUMERS; ++c)
       for (int s = 0; s < kResSlots; ++s) {
@@ -132,13 +117,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     const int c = tid_wg >> 5;
     if ((tid_wg & 31) != 0 || c >= CONSUMERS || n_local <= c) return;
-    if (c == 0) {
-      tma_prefetch_map(&tmW);
-      mbar_arrive_expect_tx(rb.w(), C::WBYTES);
-      for (int j = 0; j < C::NCH; ++j)
-        for (int kb = 0; kb < C::WKB; ++kb)
-          tma_load_2d(s_w + (j * C::WKB + kb) * W_STAGE, &tmW, kb * 64, j * 128, rb.w());
-    }
+    if (c == 0) load_weights_once<C::WKB>(&tmW, s_w, rb.w(), 0, C::NCH);
     tma_prefetch_map(&tmX);
     tma_prefetch_map(&tmZ);
     const int n_mine = res_tiles_of(n_local, c);
@@ -184,12 +163,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       ZPair<H> zr;
       ln_out_load_smem<H>(zr, saz, cw, warp, lane);
       bar_sync(BAR_WG + cw, 128);  // every raw row is read before LN_out overwrites them
-      ln_out_store<H>(zr, p_lnow, p_lnob, eps, saz, cw, warp, lane);
+      ln_out_store<H>(zr, vec.lnow, vec.lnob, eps, saz, cw, warp, lane);
     }
     fence_proxy_async_smem();  // these writes are read by wgmma (async proxy)
     // ---- LN_in(x) -> A fragments in registers
     load_frags<D>(ax, sx, 64 * cw + 16 * warp, lane);
-    normalize_frags<D>(ax, lane, p_lniw, p_lnib, eps);
+    normalize_frags<D>(ax, lane, vec.lniw, vec.lnib, eps);
     bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
 
     for (int j = 0; j < C::NCH; ++j) {
@@ -204,11 +183,11 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         out_kblock_mmas<C::KS_H, C::KS>(accp, accg, ax, saz + cw * WG_KB_BYTES, s_w + (j * C::WKB + kb) * W_STAGE, kb);
       wgmma_commit();
       float2 nbp, nbg;
-      oc.first_biases(p_bp, p_bg, nbp, nbg);
+      oc.first_biases(vec.bp, vec.bg, nbp, nbg);
       wgmma_wait<0>();
       fence_regs(accp);
       fence_regs(accg);
-      oc.gate(accp, accg, xres, nbp, nbg, p_bp, p_bg, residual);
+      oc.gate(accp, accg, xres, nbp, nbg, vec.bp, vec.bg, residual);
       oc.store(&tmO, lane, j0 + 16 * warp, i, b);
     }
     // The slot is rewritten by a later tile's loads: the stores must have read it first.

@@ -109,26 +109,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
   const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
   const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;  // LN_in(x) past C::KR
-  float* const p_lniw = reinterpret_cast<float*>(sm + (s_tail - base) + C::TAIL);
-  float* const p_lnib = p_lniw + D;
-  float* const p_lnow = p_lnib + D;
-  float* const p_lnob = p_lnow + H;
-  float* const p_bp = p_lnob + H;  // (wide_bias_smem)
-  float* const p_bg = p_bp + D;
+  const OutVecs vec = load_out_vecs<D, H, C::BIAS_SMEM>(reinterpret_cast<float*>(sm + (s_tail - base) + C::TAIL),
+                                                        lniw, lnib, lnow, lnob, pout_b, gout_b);
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
   const ZBars zb = z_bars(&bars[RINGBARS]);
-  for (int c = threadIdx.x; c < D; c += THREADS) {
-    p_lniw[c] = lniw[c];
-    p_lnib[c] = lnib[c];
-    if constexpr (C::BIAS_SMEM) {
-      p_bp[c] = 0.5f * pout_b[c];  // halved for gate_half
-      p_bg[c] = 0.5f * gout_b[c];
-    }
-  }
-  for (int c = threadIdx.x; c < H; c += THREADS) {
-    p_lnow[c] = lnow[c];
-    p_lnob[c] = lnob[c];
-  }
   zb.init();
   init_ring_bars<C::NXBUF, C::STAGES>(rb);  // (its __syncthreads also publishes the vectors)
 
@@ -179,14 +163,14 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // TMA more time, kept LN_in(x)'s registers live through LN_out: ptxas spilled twice as much.)
     if (z_tma) {
       mbar_wait(zb.full(cw), u & 1);
-      ln_out_from_tma<H>(p_lnow, p_lnob, eps, s_az, cw, warp, lane);
+      ln_out_from_tma<H>(vec.lnow, vec.lnob, eps, s_az, cw, warp, lane);
     } else {
-      ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, p_lnow, p_lnob, eps, s_az, cw, warp, lane);
+      ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, vec.lnow, vec.lnob, eps, s_az, cw, warp, lane);
     }
     if constexpr (C::TAIL > 0)
-      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(ax, xring, rb, s_x, s_tail, cw, warp, lane, p_lniw, p_lnib, eps);
+      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(ax, xring, rb, s_x, s_tail, cw, warp, lane, vec.lniw, vec.lnib, eps);
     else
-      ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, p_lniw, p_lnib, eps);
+      ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, vec.lniw, vec.lnib, eps);
     fence_proxy_async_smem();  // the A_z and tail writes are read by wgmma (async proxy)
     bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z (and tail) rows are written before the wgmmas read them
 
@@ -229,8 +213,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // next pair's before its gates.
       auto halved_biases = [&](int c, float2& hbp, float2& hbg) {
         if constexpr (C::BIAS_SMEM) {
-          hbp = *reinterpret_cast<const float2*>(p_bp + c);
-          hbg = *reinterpret_cast<const float2*>(p_bg + c);
+          hbp = *reinterpret_cast<const float2*>(vec.bp + c);
+          hbg = *reinterpret_cast<const float2*>(vec.bg + c);
         } else {
           const float2 bp = __ldg(reinterpret_cast<const float2*>(pout_b + c));
           const float2 bg = __ldg(reinterpret_cast<const float2*>(gout_b + c));
