@@ -55,18 +55,11 @@ struct ResCfg {
   static_assert(WBYTES < (1 << 20) && SLOT_TX < (1 << 20), "mbarrier tx-count is 20 bits");
 };
 
-// The mbarriers: per consumer warpgroup c and slot s, full (the producer's arrival plus the TMA
-// bytes of x and z) and empty (the warpgroup's 4 warps, once the tile's outputs have left the
-// slot); then one for W3.
-struct ResBars {
-  uint32_t base;
-  __device__ __forceinline__ uint32_t full(int c, int s) const { return base + 8 * (c * kResSlots + s); }
-  __device__ __forceinline__ uint32_t empty(int c, int s) const {
-    return base + 8 * (proj::CONSUMERS * kResSlots + c * kResSlots + s);
-  }
-  __device__ __forceinline__ uint32_t w() const { return base + 8 * (2 * proj::CONSUMERS * kResSlots); }
-  static constexpr int COUNT = 2 * proj::CONSUMERS * kResSlots + 1;
-};
+// The mbarriers (RingBars): xfull / xempty(c kResSlots + s) of consumer warpgroup c's slot s (the
+// producer's arrival plus the TMA bytes of x and z; the warpgroup's 4 warps once the tile's
+// outputs have left the slot), wfull(0) for W3.
+constexpr int kResBufs = proj::CONSUMERS * kResSlots;
+__device__ __forceinline__ int res_buf(int c, int s) { return c * kResSlots + s; }
 
 // This warpgroup's n-th tile (the CTA's local tile u = cw + 2 n): tokens (b, i, 64 kt ..).
 __device__ __forceinline__ TokenTile res_tile(int n, int cw, int tiles_k, int rows) {
@@ -87,7 +80,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
                              int total) {
   using namespace proj;
   using C = ResCfg<D, H>;
-  __shared__ __align__(8) uint64_t bars[ResBars::COUNT];
+  __shared__ __align__(8) uint64_t bars[2 * kResBufs + 2];
   extern __shared__ uint8_t smem_raw[];
   uint8_t* sm;
   const uint32_t base = aligned_smem(smem_raw, &sm);
@@ -95,17 +88,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t s_slot = s_w + C::WBYTES;    // slot s: x tile, then z tile, at s SLOT
   const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + C::WBYTES + kResSlots * C::SLOT), lniw, lnib,
                                           lnow, lnob, pout_b, gout_b);
-  const ResBars rb{smem_u32(&bars[0])};
-  if (threadIdx.x == 0) {
-    for (int c = 0; c < CONSUMERS; ++c)
-      for (int s = 0; s < kResSlots; ++s) {
-        mbar_init(rb.full(c, s), 1);
-        mbar_init(rb.empty(c, s), 4);
-      }
-    mbar_init(rb.w(), 1);
-    fence_mbarrier_init();
-  }
-  __syncthreads();
+  const RingBars rb = ring_bars<kResBufs, 1>(bars);
+  init_ring_bars<kResBufs, 1>(rb, 4);  // (its __syncthreads also publishes the vectors)
 
   const int wg = threadIdx.x >> 7;
   const int tid_wg = threadIdx.x & 127;
@@ -117,7 +101,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     setmaxnreg_dec<PRODUCER_REGS>();
     const int c = tid_wg >> 5;
     if ((tid_wg & 31) != 0 || c >= CONSUMERS || n_local <= c) return;
-    if (c == 0) load_weights_once<C::WKB>(&tmW, s_w, rb.w(), 0, C::NCH);
+    if (c == 0) load_weights_once<C::WKB>(&tmW, s_w, rb.wfull(0), 0, C::NCH);
     tma_prefetch_map(&tmX);
     tma_prefetch_map(&tmZ);
     const int n_mine = res_tiles_of(n_local, c);
@@ -125,15 +109,15 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       const int s = n % kResSlots;
       const TokenTile tt = res_tile(n, c, tiles_k, rows);
       const int j0 = tt.kt * kResTok;
-      mbar_wait(rb.empty(c, s), ((n / kResSlots) & 1) ^ 1u);
-      mbar_arrive_expect_tx(rb.full(c, s), C::SLOT_TX);
+      mbar_wait(rb.xempty(res_buf(c, s)), ((n / kResSlots) & 1) ^ 1u);
+      mbar_arrive_expect_tx(rb.xfull(res_buf(c, s)), C::SLOT_TX);
       const uint32_t sx = s_slot + s * C::SLOT + c * WG_KB_BYTES, sz_ = sx + C::XBYTES;
 #pragma unroll
       for (int kb = 0; kb < C::NKB; ++kb)
-        tma_load_4d(sx + kb * KB_BYTES, &tmX, kb * 64, j0, tt.i, tt.b, rb.full(c, s));
+        tma_load_4d(sx + kb * KB_BYTES, &tmX, kb * 64, j0, tt.i, tt.b, rb.xfull(res_buf(c, s)));
 #pragma unroll
       for (int kb = 0; kb < C::NKB_H; ++kb)
-        tma_load_4d(sz_ + kb * KB_BYTES, &tmZ, j0, tt.i, 64 * kb, tt.b, rb.full(c, s));
+        tma_load_4d(sz_ + kb * KB_BYTES, &tmZ, j0, tt.i, 64 * kb, tt.b, rb.xfull(res_buf(c, s)));
     }
     return;
   }
@@ -149,13 +133,13 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   float accp[32], accg[32];
 #pragma unroll
   for (int k = 0; k < 32; ++k) accp[k] = accg[k] = 0.f;
-  if (n_mine > 0) mbar_wait(rb.w(), 0);
+  if (n_mine > 0) mbar_wait(rb.wfull(0), 0);
   for (int n = 0; n < n_mine; ++n) {
     const int s = n % kResSlots;
     const TokenTile tt = res_tile(n, cw, tiles_k, rows);
     const int i = tt.i, b = tt.b, j0 = tt.kt * kResTok;
     const uint32_t sx = s_slot + s * C::SLOT, saz = sx + C::XBYTES;
-    mbar_wait(rb.full(cw, s), (n / kResSlots) & 1);
+    mbar_wait(rb.xfull(res_buf(cw, s)), (n / kResSlots) & 1);
 
     // ---- LN_out(z) over the raw z in this warpgroup's rows of the slot's A_z tile (tokens past
     // cols arrive zero-filled; their outputs are not stored)
@@ -193,7 +177,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // The slot is rewritten by a later tile's loads: the stores must have read it first.
     if (lane == 0) bulk_wait_read<0>();
     __syncwarp();
-    if (lane == 0) mbar_arrive(rb.empty(cw, s));
+    if (lane == 0) mbar_arrive(rb.xempty(res_buf(cw, s)));
   }
   if (lane == 0) bulk_wait_all();
 }
