@@ -444,10 +444,13 @@ template <int D>
 cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g, const AbTarget& t,
                         int64_t B, cudaStream_t s) {
   using C = InCfg<D>;
-  const int64_t tiles_k = (g.out_cols + proj::TOK - 1) / proj::TOK;
-  const int64_t total = B * g.out_rows * tiles_k;
   const int H = L.hidden;
   const bool group = g.chans != 0 && g.chans != H;
+  // The resident form: all chunks (W1's room holds kResInMaxH channels from channel 0), one owner.
+  const bool res = in_res_ok(D) && (g.chans == 0 || (g.chans == H && g.chan0 == 0)) && H <= kResInMaxH && t.dloc >= H;
+  const int tok = res ? 64 : proj::TOK;  // tokens per tile
+  const int64_t tiles_k = (g.out_cols + tok - 1) / tok;
+  const int64_t total = B * g.out_rows * tiles_k;
   if (H < 32 || H > kMaxWidth || H % 32 != 0 ||
       (group && (g.chan0 < 0 || g.chans < 0 || g.chan0 % 8 != 0 || g.chans % 8 != 0 || g.chan0 + g.chans > H)))
     return cudaErrorInvalidValue;
@@ -459,7 +462,7 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
     return cudaErrorInvalidValue;
 
   CUtensorMap mx, mw;
-  cudaError_t e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, proj::TOK);  // x: (B, x_rows, x_cols, D)
+  cudaError_t e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, tok);  // x: (B, x_rows, x_cols, D)
   if (e != cudaSuccess) return e;
   e = encode_weights(&mw, L.w_in, D, 4 * H, C::WROWS);  // W1: [4H][D], boxes of one chunk's rows
   if (e != cudaSuccess) return e;
@@ -470,16 +473,10 @@ cudaError_t launch_in_t(const DevLayer& L, const void* x, const uint8_t* mask, c
                                                             (int)tiles_k, (int)total);
   }
   if constexpr (in_res_ok(D)) {
-    // all chunks (W1's room holds kResInMaxH channels from channel 0), one owner: the resident form
-    if ((g.chans == 0 || (g.chans == H && g.chan0 == 0)) && H <= kResInMaxH && t.dloc >= H) {
-      const int64_t tiles64 = (g.out_cols + 63) / 64, total64 = B * g.out_rows * tiles64;
-      if (total64 > INT_MAX) return cudaErrorInvalidValue;
-      e = encode_tokens(&mx, x, D, g.x_cols, g.x_rows, B, 64);
-      if (e != cudaSuccess) return e;
+    if (res)
       return launch_persistent<proj_in_wgmma_kernel<D, false, true>>(
-          InResCfg<D>::SMEM, total64, s, mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b, L.g_in_b, g, t, L.eps, H,
-          (int)g.out_rows, (int)tiles64, (int)total64);
-    }
+          InResCfg<D>::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b, L.p_in_b, L.g_in_b, g, t, L.eps, H,
+          (int)g.out_rows, (int)tiles_k, (int)total);
   }
   return launch_persistent<proj_in_wgmma_kernel<D, false>>(C::SMEM, total, s, mx, mw, mask, L.ln_in_w, L.ln_in_b,
                                                            L.p_in_b, L.g_in_b, g, t, L.eps, H, (int)g.out_rows,
