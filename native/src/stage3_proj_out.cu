@@ -7,7 +7,8 @@
 // A template of the pair width D (x, out: the output channels, g_out's K) and the hidden width H
 // (z: p_out's K). At D, H <= kResidentOutMax with z's rows 16-byte aligned launch_proj_out_tile
 // takes the resident kernel instead (stage3_resident.cu: the same chunks and epilogue, W3 kept
-// in shared memory, no turns); above kFusedOutMax the wide kernels (stage3_wide.cuh).
+// in shared memory, no turns); above kFusedOutMax two kernels with p between them in HBM
+// (stage3_split.cuh).
 // Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
 // W3 ([2D][max(D, H)]) chunk j = rows 128 j .. 128 j + 127 = output channels 64 j .. 64 j + 63,
 // 8-row groups alternating p_out, g_out: two wgmma B views of the same slot (descriptor stride
@@ -28,13 +29,14 @@
 // x may alias out: the tile's x reaches shared memory by TMA before any of the tile's outputs is
 // written, and the residual is read from that copy (the buffer is held until the tile's last
 // chunk); tiles do not overlap.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
 #include "common.cuh"
 #include "pipeline.cuh"
 #include "stage3_common.cuh"
-#include "stage3_wide.cuh"
+#include "stage3_split.cuh"
 #include "trimul_internal.h"
 #include "wgmma_common.cuh"
 
@@ -208,23 +210,16 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
       z_tma, (int)tiles_k, (int)total);
 }
 
-// The wide kernels (stage3_wide.cuh) by range of D (the ranges of FOLDCP_WIDE_RANGES, one
-// translation unit each): launched, or prepared (prepare = true).
-cudaError_t wide_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
-                     int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s, bool prepare) {
-#define FOLDCP_WIDE_CALL(lo, hi) \
-  if (L.dim <= hi) return wide::out_range<lo, hi>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
-  FOLDCP_WIDE_RANGES(FOLDCP_WIDE_CALL)
-#undef FOLDCP_WIDE_CALL
-  return cudaErrorInvalidValue;
-}
-
 }  // namespace
 
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
-                                 int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
-  if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax)
-    return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* pbuf,
+                                 int64_t B, int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  if (proj_out_split(L.dim, L.hidden)) {
+    if (pbuf == nullptr || pbuf == x) return cudaErrorInvalidValue;
+    const cudaError_t e = launch_split_p(L, z, pbuf, B, rows, cols, ldz, sz, s);
+    if (e != cudaSuccess) return e;
+    return launch_split_g(L, x, pbuf, out, B, rows, cols, s);
+  }
   if (proj_out_resident_takes(L.dim, L.hidden, z, ldz, sz)) {
     const cudaError_t e = launch_proj_out_resident(L, x, z, out, B, rows, cols, ldz, sz, s);
     if (e != cudaErrorNotSupported) return e;  // (z's map refused: the fused kernel loads it itself)
@@ -234,19 +229,35 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
   });
 }
 
-// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens.
-cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
-                            int64_t sz, cudaStream_t s) {
-  return launch_proj_out_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);
+// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens; a wide
+// pair's p in out (out != x: the workspace's a and b stay as stage 1 left them, which the tests
+// read), else in `spare` where it fits, else slab by slab (trimul_internal.h).
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* spare,
+                            size_t spare_bytes, int64_t B, int64_t N, int64_t sz, cudaStream_t s) {
+  const int64_t np = padded_n(N);
+  if (!proj_out_split(L.dim, L.hidden)) return launch_proj_out_tile(L, x, z, out, nullptr, B, N, N, np, sz, s);
+  if (out != x) return launch_proj_out_tile(L, x, z, out, out, B, N, N, np, sz, s);
+  if (proj_out_pbuf_bytes(L.dim, B, N, N) <= spare_bytes)
+    return launch_proj_out_tile(L, x, z, out, spare, B, N, N, np, sz, s);
+  // In place, p of the whole grid larger than the spare room (D > 2 x the channel group): rows
+  // i0 .. i0 + slab - 1 of complex b at a time, as a (1, slab, N) tile (z's planes of b, from row i0).
+  const int64_t slab = std::min<int64_t>(N, (int64_t)(spare_bytes / proj_out_pbuf_bytes(L.dim, 1, 1, N)));
+  if (slab < 1) return cudaErrorInvalidValue;
+  const size_t row_bytes = proj_out_pbuf_bytes(L.dim, 1, 1, N);
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i0 = 0; i0 < N; i0 += slab) {
+      const int64_t r = std::min(slab, N - i0);
+      const size_t off = (size_t)(b * N + i0) * row_bytes;
+      const cudaError_t e =
+          launch_proj_out_tile(L, static_cast<const char*>(x) + off, z + (b * L.hidden * sz + i0 * np),
+                               static_cast<char*>(out) + off, spare, 1, r, N, np, sz, s);
+      if (e != cudaSuccess) return e;
+    }
+  return cudaSuccess;
 }
 
 cudaError_t prepare_proj_out(int dim, int hidden) {
-  if (dim > kFusedOutMax || hidden > kFusedOutMax) {
-    DevLayer l{};
-    l.dim = dim;
-    l.hidden = hidden;
-    return wide_out(l, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0, nullptr, true);
-  }
+  if (proj_out_split(dim, hidden)) return prepare_split(dim, hidden);
   if (dim <= kResidentOutMax && hidden <= kResidentOutMax) {
     const cudaError_t e = prepare_proj_out_resident(dim, hidden);
     if (e != cudaSuccess) return e;
