@@ -10,7 +10,8 @@
 // in shared memory, no turns); above kFusedOutMax two kernels with p between them in HBM
 // (stage3_split.cuh).
 // Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
-// W3 ([2D][max(D, H)]) chunk j = rows 128 j .. 128 j + 127 = output channels 64 j .. 64 j + 63,
+// W3 ([2D][max(D, H)], the layout of the pairs up to kFusedOutMax) chunk j = rows 128 j .. 128 j + 127 =
+// output channels 64 j .. 64 j + 63,
 // 8-row groups alternating p_out, g_out: two wgmma B views of the same slot (descriptor stride
 // 2048 B between 8-row groups, the g view starting 1024 B in), so p and g of a channel land in the
 // same thread's registers. Each view is multiplied only over its own K (the rows are zero past it).
@@ -215,7 +216,18 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* pbuf,
                                  int64_t B, int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
   if (proj_out_split(L.dim, L.hidden)) {
-    if (pbuf == nullptr || pbuf == x) return cudaErrorInvalidValue;
+    // Checked before P runs, so that a call G would refuse leaves out untouched (pbuf may be out):
+    // G's own checks, and p's bytes clear of x's, of z's planes and (unless out itself) of out's.
+    if (B <= 0 || rows <= 0 || cols <= 0 || pbuf == nullptr || !split_g_args_ok(L, x, pbuf, out))
+      return cudaErrorInvalidValue;
+    const size_t tile_bytes = proj_out_pbuf_bytes(L.dim, B, rows, cols);  // (x's and out's too)
+    auto overlaps = [&](const void* a, size_t bytes) {
+      const uintptr_t p0 = reinterpret_cast<uintptr_t>(pbuf), a0 = reinterpret_cast<uintptr_t>(a);
+      return p0 < a0 + bytes && a0 < p0 + tile_bytes;
+    };
+    if (overlaps(x, tile_bytes) || overlaps(z, (size_t)B * L.hidden * (size_t)sz * 2) ||
+        (pbuf != out && overlaps(out, tile_bytes)))
+      return cudaErrorInvalidValue;
     const cudaError_t e = launch_split_p(L, z, pbuf, B, rows, cols, ldz, sz, s);
     if (e != cudaSuccess) return e;
     return launch_split_g(L, x, pbuf, out, B, rows, cols, s);

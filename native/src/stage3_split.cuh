@@ -309,6 +309,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 // of L.dim (cudaErrorInvalidValue for what TMA or the int tile arithmetic cannot take), or raise
 // their shared-memory limits on the current device (prepare_split: both of a layer).
 cudaError_t prepare_split_p(int hidden);
+// What G needs of its pointers beyond the tile arithmetic: x, pbuf, out and W3 16-byte aligned (TMA,
+// 4-byte pair loads), pbuf not x (out may be x, and pbuf may be out).
+bool split_g_args_ok(const DevLayer& L, const void* x, const void* pbuf, const void* out);
 cudaError_t launch_split_p(const DevLayer& L, const bf16_raw* z, void* pbuf, int64_t B, int64_t rows, int64_t cols,
                            int64_t ldz, int64_t sz, cudaStream_t s);
 cudaError_t launch_split_g(const DevLayer& L, const void* x, const void* pbuf, void* out, int64_t B, int64_t rows,

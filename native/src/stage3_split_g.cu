@@ -12,10 +12,7 @@ cudaError_t launch_g_t(const DevLayer& L, const void* x, const void* pbuf, void*
   const int64_t tiles_k = (cols + proj::TOK - 1) / proj::TOK;
   const int64_t total = B * rows * tiles_k;
   if (B <= 0 || rows <= 0 || cols <= 0 || total > INT_MAX || rows > INT_MAX || cols > INT_MAX ||
-      ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(pbuf) | reinterpret_cast<uintptr_t>(out) |
-        reinterpret_cast<uintptr_t>(L.w_out)) &
-       15) != 0 ||
-      pbuf == x)
+      !split_g_args_ok(L, x, pbuf, out))
     return cudaErrorInvalidValue;
   // x: (B, rows, cols, D) bf16 in boxes of 64 channels x 128 tokens; g_out: the D x D rows after
   // p_out's D x H in W3 (row c = output channel c), boxes of 64 k x 64 rows.
@@ -30,6 +27,13 @@ cudaError_t launch_g_t(const DevLayer& L, const void* x, const void* pbuf, void*
 }
 
 }  // namespace
+
+bool split_g_args_ok(const DevLayer& L, const void* x, const void* pbuf, const void* out) {
+  return ((reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(pbuf) | reinterpret_cast<uintptr_t>(out) |
+           reinterpret_cast<uintptr_t>(L.w_out)) &
+          15) == 0 &&
+         pbuf != x;
+}
 
 cudaError_t launch_split_g(const DevLayer& L, const void* x, const void* pbuf, void* out, int64_t B, int64_t rows,
                            int64_t cols, cudaStream_t s) {

@@ -70,7 +70,11 @@ class CostModelTest {
     double n = 100;
     assertEquals(2 * n * n * n * 256 + 10 * n * n * 256 * 384 + 2 * n * n * 384 * 384, CostModel.flops(1, 100, 384, 256));
     assertEquals(CostModel.deviceBytesPerRank(1, 512, 128, 4), CostModel.deviceBytesPerRank(1, 512, 128, 128, 4));
-    assertEquals((long) Math.ceil((4.0 * 384 + 6.0 * 256) * 512 * 512 / 4), CostModel.deviceBytesPerRank(1, 512, 384, 256, 4));
+    // a wide pair under CP also holds p (2BN^2D) between stage 3's two kernels; on one GPU p sits in
+    // out or the workspace's a/b room
+    assertEquals((long) Math.ceil((6.0 * 384 + 6.0 * 256) * 512 * 512 / 4), CostModel.deviceBytesPerRank(1, 512, 384, 256, 4));
+    assertEquals((long) Math.ceil((4.0 * 256 + 6.0 * 256) * 512 * 512 / 4), CostModel.deviceBytesPerRank(1, 512, 256, 256, 4));
+    assertEquals((long) Math.ceil((4.0 * 384 + 6.0 * 256) * 512 * 512), CostModel.deviceBytesPerRank(1, 512, 384, 256, 1));
     CostModel m = new CostModel(DeviceRates.h200());
     CostModel.Estimate e = m.layer(1, 2048, 24, 32, 8); // D = 24: 8 does not divide it, H = 32 it does
     assertEquals(CostModel.reshardBytesPerRank(1, 2048, 32, 8), e.reshardBytesPerRank());
