@@ -253,9 +253,9 @@ cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z,
     return launch_proj_out_tile(L, x, z, out, spare, B, N, N, np, sz, s);
   // In place, p of the whole grid larger than the spare room (D > 2 x the channel group): rows
   // i0 .. i0 + slab - 1 of complex b at a time, as a (1, slab, N) tile (z's planes of b, from row i0).
-  const int64_t slab = std::min<int64_t>(N, (int64_t)(spare_bytes / proj_out_pbuf_bytes(L.dim, 1, 1, N)));
-  if (slab < 1) return cudaErrorInvalidValue;
   const size_t row_bytes = proj_out_pbuf_bytes(L.dim, 1, 1, N);
+  const int64_t slab = std::min<int64_t>(N, (int64_t)(spare_bytes / row_bytes));
+  if (slab < 1) return cudaErrorInvalidValue;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i0 = 0; i0 < N; i0 += slab) {
       const int64_t r = std::min(slab, N - i0);
