@@ -1,5 +1,5 @@
 // What the stage 3 kernels share (stage3_proj_out.cu, the fused one for D, H <= 256;
-// stage3_resident.cu; stage3_split.cuh for wider pairs): LN_out of a tile's z into the shared-memory A_z tile,
+// stage3_resident.cu; stage3_wide.cuh for wider pairs up to 384, stage3_split.cuh above): LN_out of a tile's z into the shared-memory A_z tile,
 // and the producer's L2 prefetches of a tile's z rows and x.
 #pragma once
 #include <climits>
@@ -87,7 +87,7 @@ __device__ __forceinline__ void ln_out_staged_finish(float sum0, float sum1, con
 }
 
 // LN_out for H above kFusedOutMax, where a token pair's H / 4 values no longer fit in registers
-// beside the rest of the kernel (the wide pairs' P kernel): the raw z goes into the thread's own places of the A_z tile
+// beside the rest of the kernel (the wide kernel, the split P kernel): the raw z goes into the thread's own places of the A_z tile
 // 256 channels at a time (64 registers) while it is summed, and the variance and the normalization
 // read it back from there (each thread only its own chunks: no synchronization). The arithmetic
 // is that of ln_out_to_tile, in the same order.

@@ -7,8 +7,8 @@
 // A template of the pair width D (x, out: the output channels, g_out's K) and the hidden width H
 // (z: p_out's K). At D, H <= kResidentOutMax with z's rows 16-byte aligned launch_proj_out_tile
 // takes the resident kernel instead (stage3_resident.cu: the same chunks and epilogue, W3 kept
-// in shared memory, no turns); above kFusedOutMax two kernels with p between them in HBM
-// (stage3_split.cuh).
+// in shared memory, no turns); above kFusedOutMax the wide kernel (stage3_wide.cuh), and above
+// kWideOutMax two kernels with p between them in HBM (stage3_split.cuh).
 // Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
 // W3 ([2D][max(D, H)], the layout of the pairs up to kFusedOutMax) chunk j = rows 128 j .. 128 j + 127 =
 // output channels 64 j .. 64 j + 63,
@@ -38,6 +38,7 @@
 #include "pipeline.cuh"
 #include "stage3_common.cuh"
 #include "stage3_split.cuh"
+#include "stage3_wide.cuh"
 #include "trimul_internal.h"
 #include "wgmma_common.cuh"
 
@@ -211,6 +212,17 @@ cudaError_t launch_out_t(const DevLayer& L, const void* x, const bf16_raw* z, vo
       z_tma, (int)tiles_k, (int)total);
 }
 
+// The wide kernels (stage3_wide.cuh) by range of D (the ranges of FOLDCP_WIDE_RANGES, one
+// translation unit each): launched, or prepared (prepare = true).
+cudaError_t wide_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                     int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s, bool prepare) {
+#define FOLDCP_WIDE_CALL(lo, hi) \
+  if (L.dim <= hi) return wide::out_range<lo, hi>(L, x, z, out, B, rows, cols, ldz, sz, s, prepare);
+  FOLDCP_WIDE_RANGES(FOLDCP_WIDE_CALL)
+#undef FOLDCP_WIDE_CALL
+  return cudaErrorInvalidValue;
+}
+
 }  // namespace
 
 cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* pbuf,
@@ -232,6 +244,7 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
     if (e != cudaSuccess) return e;
     return launch_split_g(L, x, pbuf, out, B, rows, cols, s);
   }
+  if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax) return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
   if (proj_out_resident_takes(L.dim, L.hidden, z, ldz, sz)) {
     const cudaError_t e = launch_proj_out_resident(L, x, z, out, B, rows, cols, ldz, sz, s);
     if (e != cudaErrorNotSupported) return e;  // (z's map refused: the fused kernel loads it itself)
@@ -241,7 +254,7 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
   });
 }
 
-// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens; a wide
+// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens; a split
 // pair's p in out (out != x: the workspace's a and b stay as stage 1 left them, which the tests
 // read), else in `spare` where it fits, else slab by slab (trimul_internal.h).
 cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* spare,
@@ -270,6 +283,12 @@ cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z,
 
 cudaError_t prepare_proj_out(int dim, int hidden) {
   if (proj_out_split(dim, hidden)) return prepare_split(dim, hidden);
+  if (dim > kFusedOutMax || hidden > kFusedOutMax) {
+    DevLayer l{};
+    l.dim = dim;
+    l.hidden = hidden;
+    return wide_out(l, nullptr, nullptr, nullptr, 0, 0, 0, 0, 0, nullptr, true);
+  }
   if (dim <= kResidentOutMax && hidden <= kResidentOutMax) {
     const cudaError_t e = prepare_proj_out_resident(dim, hidden);
     if (e != cudaSuccess) return e;

@@ -1,19 +1,20 @@
-// Stage 3 for the pairs the fused kernel (stage3_proj_out.cu) cannot hold: D or H above
-// kFusedOutMax (256), up to kMaxWidth (512), as two kernels with p in HBM between them:
+// Stage 3 for the widest pairs: D or H above kWideOutMax (384), up to kMaxWidth (512), as two
+// kernels with p in HBM between them (proj_out_split):
 //   P (proj_out_p_kernel<H>):  p = LN_out(z) p_out^T + b_p, rounded to bf16, token-major into pbuf
 //                              ((B, rows, cols, D), the layout of x and out);
 //   G (proj_out_g_kernel<D>):  out = sigmoid(LN_in(x) g_out^T + b_g) * p (+ x).
 // Why two: one kernel needs both A operands of a 128-token tile at once, LN_out(z) (128 KiB at
 // H = 512) and LN_in(x) (D / 4 registers per thread, 128 at D = 512), beside the accumulators and
-// a weight ring; the single wide kernel this replaces spilled 1.4 KB per thread at 512/512 and ran
-// at 7x its floor there (native/NOTES-gpu.md). Apart, each kernel has one A operand (P: A_z in
+// a weight ring; the single wide kernel (stage3_wide.cuh) spilled 1.4 KB per thread at 512/512 and
+// ran at 7x its floor there (native/NOTES-gpu.md). Apart, each kernel has one A operand (P: A_z in
 // shared memory, SS wgmmas; G: LN_in(x) in registers, channels past 256 in shared memory as in
 // stage 1) and one weight matrix, and its chunks are m64n64 (twice the output channels per B
 // byte of the m64n32 chunks before). The price is p's round trip (2 N^2 D bf16: about 2 ms of
-// HBM at (1,2048,512)) and p rounded to bf16 before the gate (relative 2^-9 on one factor; the
+// HBM at (1,2048,512)), which up to 384 costs more than the wide kernel loses (trimul_internal.h:
+// kWideOutMax), and p rounded to bf16 before the gate (relative 2^-9 on one factor; the
 // layer's error against float64 stays far inside the 1e-2 contract: trimul_test).
-// P is a template of H only, G of D only (D and H are runtime counts of chunks in the other), so
-// 32 kernels stand where the single wide kernel had 192 (D, H) pairs.
+// P is a template of H only, G of D only (D and H are runtime counts of chunks in the other): 32
+// kernels cover every pair with a width above 384.
 // Both keep the streaming kernels' plan (pipeline.cuh): 128-token tiles, two consumer warpgroups of
 // 64 tokens taking turns on a shared weight ring of 64-row chunks (8 KiB k-block slots).
 #pragma once

@@ -606,10 +606,10 @@ static void nonfinite_test() {
   if (!ok) ++g_failures;
 }
 
-// In place (out == x) must equal out of place, bit for bit: the fused stage 3 (128 / 128) and the
-// wide pairs' two kernels (384 / 256, 64 / 512: the residual read from global memory right before
-// its output is written over it; out of place p goes to out, in place to the workspace's a/b
-// room). With a channel group too small for p (448 / 96 in groups of 8: D > 2 x group) in place
+// In place (out == x) must equal out of place, bit for bit: the fused stage 3 (128 / 128), the wide
+// kernel (384 / 256: the residual read from global memory right before its output is written over
+// it) and the split pairs' two kernels (64 / 512: likewise; out of place p goes to out, in place
+// to the workspace's a/b room). With a channel group too small for p (448 / 96 in groups of 8: D > 2 x group) in place
 // runs stage 3 in slabs of rows.
 static void inplace_case(int D, int H, bool quick, int64_t group = 0) {
   // (quick: 40 tokens, still 40 row tiles each stage reads while stage 3 writes the output over x)
@@ -923,8 +923,8 @@ int main(int argc, char** argv) {
     cases.push_back({2, 130, 224, 0, false, 1, true, 0, 96});
     cases.push_back({1, 100, 256, 1, true, 1, true, 0, 96});  // the one fused stage 3 pair that spills (ptxas)
   }
-  // Widths above 256 (the wide stage 3, stage 1 at D > 256): the pairs of cuEquivariance
-  // (384/256, 384/384, 512/512), H alone wide (LN_out staged in shared memory, 288 with a partial
+  // Widths above 256 (the wide stage 3 up to 384, the split one above, stage 1 at D > 256): the
+  // pairs of cuEquivariance (384/256, 384/384: wide; 512/512: split), H alone wide (LN_out staged in shared memory, 288 with a partial
   // part), D alone wide, D % 64 == 32 on both sides, and N = 1000 sampled (many tiles per CTA).
   cases.push_back({1, 40, 384, 0, true, 1, true, 0, 256});
   cases.push_back({1, 40, 64, 1, true, 1, true, 0, 512});

@@ -1,0 +1,291 @@
+// Stage 3 for the pairs the fused kernel (stage3_proj_out.cu) cannot hold: D or H above
+// kFusedOutMax (256), both up to kWideOutMax (384; wider pairs run as two kernels,
+// stage3_split.cuh, since this one spills above D = 384: trimul_internal.h). Same math and the
+// same tiles (128 tokens (b, i, j0 .. j0 + 127), two consumer warpgroups of 64 tokens taking turns
+// on a shared weight ring); what differs is where things live, since the tile's LN_out(z) alone is
+// 96 KiB at H = 384:
+//   - A_z (LN_out(z), shared memory) is the only whole tile kept: z comes by TMA into it and
+//     LN_out turns it token-major and normalizes it in place (ln_out_from_tma), or, where z's rows
+//     are not 16-byte aligned, ln_out_to_tile loads it from global memory;
+//   - x comes through a ring of one or two k-block slots, only for LN_in(x) (into registers);
+//     the residual is read from global memory (L2: the producer prefetches each tile's x) and the
+//     outputs are stored from registers, 4 bytes per token and channel pair;
+//   - W3 ([2D][max(D, H)], the layout the fused kernel reads) comes in chunks of 64 rows = 32
+//     output channels (slots of 8 KiB), so that the weight ring holds a chunk plus two k-blocks
+//     beside A_z; the two views of a slot are m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x)
+//     from registers);
+//   - the LN vectors are copied to shared memory (read from global memory, the compiler issued
+//     their loads all at once and held them: hundreds of bytes of spills), and so are the
+//     epilogue's biases (from global memory they missed L1, which the residual and z loads stream
+//     through beside 220 KiB of shared memory: the gates waiting on them were 15 % of the kernel's
+//     warp samples at 384/384 in ncu).
+// x may alias out: a thread reads each residual right before it writes that output, the tile's
+// x k-blocks are all in registers (or the tail) before its first output is written, and tiles do
+// not overlap.
+// (Registers: D / 4 for LN_in(x) beside 32 accumulators; ptxas spills some above D = 256, less
+// where the channels past 256 go to shared memory: wide_reg_width. Speed: native/NOTES-gpu.md.)
+#pragma once
+#include <climits>
+#include <cstdint>
+
+#include "common.cuh"
+#include "pipeline.cuh"
+#include "stage3_common.cuh"
+#include "trimul_internal.h"
+#include "wgmma_common.cuh"
+
+namespace foldcp {
+namespace wide {
+
+constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 8 g_out rows)
+constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
+// The channels of LN_in(x) kept in registers for the g_out view: all of them, except for
+// 256 < D <= 384 with H <= 384, where channels 256 .. D - 1 go to shared memory (the tail, read
+// by SS wgmmas) as in stage 1, so that the registers are those of D = 256 (ptxas at 384/256: 132
+// B of spills instead of 620). With H above 384, A_z leaves no room for the tail beside a weight
+// ring of a chunk plus one k-block; at D = 288 with H below 128 the all-register kernel spills
+// only 4-8 B (the split one 132-144).
+constexpr int wide_reg_width(int D, int H) {
+  return D > 256 && D <= 384 && H <= 384 && (D > 288 || H >= 128) ? 256 : D;
+}
+// Besides the x ring and the weight ring: A_z, the tail, then LN_in w, b (D each) and LN_out w, b
+// (H each).
+constexpr int wide_extra_base(int D, int H) {
+  return proj::x_tile_bytes(H) + proj::tail_bytes(D, wide_reg_width(D, H)) + (2 * D + 2 * H) * 4;
+}
+// Weight slots that fit beside the x ring's slots and `extra` bytes.
+constexpr int wide_fit(int xslots, int extra) {
+  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (xslots * proj::KB_BYTES + extra + 1024)) / (kWideRows * 128);
+}
+// x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
+// the rest, else one (D and H both 352 or 384, with the tail).
+constexpr int wide_x_slots(int D, int H) {
+  return wide_fit(2, wide_extra_base(D, H)) >= (wide_kw(D, H) + 63) / 64 + 2 ? 2 : 1;
+}
+// ... and the epilogue's biases (bp, bg halved for gate_half: 2 D floats).
+constexpr int wide_extra(int D, int H) { return wide_extra_base(D, H) + 2 * D * 4; }
+// Weight slots: as many as fit, up to what the mbarrier array holds beside the x ring's and z's (16
+// pairs in STATIC_SMEM). A chunk is short here (32 output channels: 64 rows of 8 KiB per k-block), so the
+// ring's k-blocks beyond the chunk being read are all the producer can load ahead of the next
+// chunk, against the latency of each L2 -> shared-memory TMA.
+constexpr int wide_max_stages(int D, int H) { return proj::STATIC_SMEM / 16 - wide_x_slots(D, H) - proj::CONSUMERS; }
+template <int D, int H>
+struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, kWideRows,
+                            wide_max_stages(D, H)> {
+  static constexpr int KW = wide_kw(D, H);
+  static constexpr int NCH = D / 32;                     // chunks of 32 output channels
+  static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
+  static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
+  static constexpr int NKB_H = (H + 63) / 64;            // k-blocks of A_z (z's TMA boxes per warpgroup)
+  static constexpr int KR = wide_reg_width(D, H);        // channels of LN_in(x) in registers
+  static constexpr int TAIL = proj::tail_bytes(D, KR);   // the rest, in shared memory
+};
+
+template <int D, int H>
+__global__ void __launch_bounds__(proj::THREADS, 1)
+    proj_out_wide_kernel(const __grid_constant__ CUtensorMap tmX, const __grid_constant__ CUtensorMap tmW,
+                         const __grid_constant__ CUtensorMap tmZ, const bf16* x, bf16* out,
+                         const bf16_raw* __restrict__ z, const float* __restrict__ lniw,
+                         const float* __restrict__ lnib, const float* __restrict__ lnow,
+                         const float* __restrict__ lnob, const float* __restrict__ pout_b,
+                         const float* __restrict__ gout_b, int rows, int cols, long long ldz, long long sz, float eps,
+                         int residual, int z_prefetch, int z_tma, int tiles_k, int total) {
+  using namespace proj;
+  using C = WideOutCfg<D, H>;
+  // the x ring's and the weight ring's barriers, then z's: full and empty per warpgroup
+  constexpr int RINGBARS = 2 * C::NXBUF + 2 * C::STAGES;
+  static_assert((RINGBARS + 2 * CONSUMERS) * 8 <= STATIC_SMEM, "the mbarriers outgrow STATIC_SMEM");
+  __shared__ __align__(8) uint64_t bars[RINGBARS + 2 * CONSUMERS];
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* sm;
+  const uint32_t base = aligned_smem(smem_raw, &sm);
+  const uint32_t s_x = base;                          // NXBUF x k-block slots
+  const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
+  const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
+  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;  // LN_in(x) past C::KR
+  const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + (s_tail - base) + C::TAIL), lniw, lnib,
+                                         lnow, lnob, pout_b, gout_b);
+  const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
+  const ZBars zb = z_bars(&bars[RINGBARS]);
+  zb.init();
+  init_ring_bars<C::NXBUF, C::STAGES>(rb);  // (its __syncthreads also publishes the vectors)
+
+  const int wg = threadIdx.x >> 7;
+  const int tid_wg = threadIdx.x & 127;
+  const int n_local = tiles_of_this_cta(total);
+
+  if (wg == 0) {
+    // ------------------------------------------------------------ producers
+    setmaxnreg_dec<PRODUCER_REGS>();
+    if (tid_wg == 0 && n_local > 0) {
+      produce_weights<C::WKB, C::STAGES, kWideRows>(&tmW, s_w, rb, n_local, 0, C::NCH);
+    } else if (tid_wg == 32 && n_local > 0) {
+      tma_prefetch_map(&tmX);
+      RingPos<C::NXBUF> xring;
+      for (int v = 0; v < n_local; ++v) {
+        const TokenTile tt = token_tile(v, tiles_k, rows);
+        const int j0 = tt.kt * TOK;
+        prefetch_out_tile<D, H>(x, z, tt.b, tt.i, j0, rows, cols, ldz, sz, z_prefetch);
+        load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, j0, tt.i, tt.b);
+      }
+    } else if (tid_wg == 64 && n_local > 0 && z_tma) {
+      produce_z<C::NKB_H>(&tmZ, s_az, zb, n_local, tiles_k, rows, cols);
+    }
+    return;
+  }
+
+  // -------------------------------------------------------------- consumers
+  setmaxnreg_inc<CONSUMER_REGS>();
+  const int cw = wg - 1;  // tokens 64 cw .. 64 cw + 63 of the tile
+  const int lane = tid_wg & 31, warp = tid_wg >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+
+  uint32_t ax[C::KR / 16][4];
+  const uint64_t da_tail = tail_desc(s_tail, cw);
+  ChunkRing<C::STAGES> ring;
+  RingPos<C::NXBUF> xring;
+
+  for (int u = 0; u < n_local; ++u) {
+    const TokenTile tt = token_tile(u, tiles_k, rows);
+    const int i = tt.i, b = tt.b;
+    const int j0 = tt.kt * TOK;
+    const int jvalid = min(TOK, cols - j0);
+
+    // LN_out(z) -> this warpgroup's rows of A_z (its previous tile's wgmmas are complete: the last
+    // release_chunk waited for all of them; by TMA the raw z was loaded once they were, during the
+    // last chunk's epilogue), then LN_in(x) -> registers (and the tail). (LN_in first, to give the
+    // TMA more time, kept LN_in(x)'s registers live through LN_out: ptxas spilled twice as much.)
+    if (z_tma) {
+      mbar_wait(zb.full(cw), u & 1);
+      ln_out_from_tma<H>(vec.lnow, vec.lnob, eps, s_az, cw, warp, lane);
+    } else {
+      ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, vec.lnow, vec.lnob, eps, s_az, cw, warp, lane);
+    }
+    if constexpr (C::TAIL > 0)
+      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(ax, xring, rb, s_x, s_tail, cw, warp, lane, vec.lniw, vec.lnib, eps);
+    else
+      ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, vec.lniw, vec.lnib, eps);
+    fence_proxy_async_smem();  // the A_z and tail writes are read by wgmma (async proxy)
+    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z (and tail) rows are written before the wgmmas read them
+
+    // This thread's outputs: tokens t0 (h = 0) and t0 + 8 (h = 1) of the tile, channels
+    // 32 j + 8 jj + 2 t4 + {0, 1} of chunk j.
+    const int t0 = 64 * cw + 16 * warp + g;
+    const bool tv[2] = {t0 < jvalid, t0 + 8 < jvalid};
+    const int64_t tok0 = (((int64_t)b * rows + i) * cols + j0 + t0) * D;  // element offset of token t0
+    float accp[16] = {}, accg[16] = {};  // (each chunk's first wgmma overwrites them)
+    for (int j = 0; j < C::NCH; ++j) {
+      // The residuals of this chunk's outputs, loaded before the turn wait (L2, prefetched).
+      uint32_t xres[4][2];
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          xres[jj][h] = 0u;
+          if (residual && tv[h])
+            xres[jj][h] = *reinterpret_cast<const uint32_t*>(x + tok0 + 8 * h * D + 32 * j + 8 * jj + 2 * t4);
+        }
+      const int ws0 = issue_chunk<C::WKB, C::STAGES, kWideRows * 128>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+        const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, 6
+        const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, 7
+        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * WG_KB_BYTES, 16u, 1024u);
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
+          const uint64_t step = (uint64_t)((ks * 32) >> 4);
+          const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+          if (4 * kb + ks < C::KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
+          const int k = 4 * kb + ks;
+          if (k < C::KR / 16) {
+            wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
+          } else if (k < C::KS) {
+            wgmma_m64n32k16_ss(accg, tail_step(da_tail, k - C::KR / 16), dg + step, 1);
+          }
+        }
+      });
+      // The halved biases of the epilogue's first channel pair, read while the MMAs run (the waits
+      // below are memory clobbers: loads written before them stay before them); each jj reads the
+      // next pair's before its gates.
+      auto halved_biases = [&](int c, float2& hbp, float2& hbg) {
+        hbp = *reinterpret_cast<const float2*>(vec.bp + c);
+        hbg = *reinterpret_cast<const float2*>(vec.bg + c);
+      };
+      float2 nbp, nbg;
+      halved_biases(32 * j + 2 * t4, nbp, nbg);
+      release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
+      // the tile's last MMAs are complete: A_z may take the next tile's z
+      if (z_tma && j == C::NCH - 1) zb.release(cw, lane);
+      fence_regs(accp);
+      fence_regs(accg);
+
+      // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x)
+#pragma unroll
+      for (int jj = 0; jj < 4; ++jj) {
+        const int c = 32 * j + 8 * jj + 2 * t4;
+        const float2 hbp = nbp, hbg = nbg;
+        if (jj < 3) halved_biases(c + 8, nbp, nbg);
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float v0 = gate_half(accg[4 * jj + 2 * h], hbg.x, accp[4 * jj + 2 * h], hbp.x);
+          float v1 = gate_half(accg[4 * jj + 2 * h + 1], hbg.y, accp[4 * jj + 2 * h + 1], hbp.y);
+          if (residual) {  // (not adding 0 keeps a -0 result, as the fused kernel does)
+            v0 += bf16_lo(xres[jj][h]);
+            v1 += bf16_hi(xres[jj][h]);
+          }
+          if (tv[h]) *reinterpret_cast<uint32_t*>(out + tok0 + 8 * h * D + c) = pack_bf16x2(v0, v1);
+        }
+      }
+    }
+  }
+  turn_finish(cw, ring.issued);
+}
+
+template <int D, int H>
+cudaError_t launch_wide_t(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                          int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  using C = WideOutCfg<D, H>;
+  const int64_t tiles_k = (cols + proj::TOK - 1) / proj::TOK;
+  const int64_t total = B * rows * tiles_k;
+  if (!out_args_ok(L, x, z, out, B, rows, cols, ldz, sz, total)) return cudaErrorInvalidValue;
+  // x: (B, rows, cols, D) bf16 in boxes of 64 channels x 128 tokens; W3: [2D][KW] in boxes of
+  // 64 k x 64 rows (columns past the K of a view are zero in W3; past KW, zero-filled).
+  CUtensorMap mx, mw, mz{};
+  cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, proj::TOK);
+  if (e != cudaSuccess) return e;
+  e = encode_weights(&mw, L.w_out, C::KW, 2 * D, kWideRows);
+  if (e != cudaSuccess) return e;
+  const int z_tma = encode_z_rows(&mz, z, H, B, rows, cols, ldz, sz);
+  return launch_persistent<proj_out_wide_kernel<D, H>>(
+      C::SMEM, total, s, mx, mw, mz, static_cast<const bf16*>(x), static_cast<bf16*>(out), z, L.ln_in_w, L.ln_in_b,
+      L.ln_out_w, L.ln_out_b, L.p_out_b, L.g_out_b, (int)rows, (int)cols, (long long)ldz, (long long)sz, L.eps,
+      L.residual, z_rows_aligned(z, ldz, sz), z_tma, (int)tiles_k, (int)total);
+}
+
+// Launches (prepare = false) or prepares (raises the shared-memory limit of) the kernel of
+// (L.dim, L.hidden), for D in (LO, HI] and a wide pair; anything else gets cudaErrorInvalidValue.
+// One translation unit per range of D instantiates it (stage3_wide_d*.cu: 80 kernels compile in
+// parallel); launch_proj_out_tile and prepare_proj_out (stage3_proj_out.cu) pick the range.
+template <int LO, int HI>
+cudaError_t out_range(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
+                      int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s, bool prepare) {
+  return with_dim<HI, LO + 32>(L.dim, [&](auto d) {
+    return with_dim<kWideOutMax>(L.hidden, [&](auto h) -> cudaError_t {
+      constexpr int D = decltype(d)::value, H = decltype(h)::value;
+      if constexpr (D > kFusedOutMax || H > kFusedOutMax) {
+        if (prepare) return prepare_on_current_device<proj_out_wide_kernel<D, H>>(WideOutCfg<D, H>::SMEM);
+        return launch_wide_t<D, H>(L, x, z, out, B, rows, cols, ldz, sz, s);
+      } else {
+        return cudaErrorInvalidValue;
+      }
+    });
+  });
+}
+// The ranges of D, one translation unit each.
+#define FOLDCP_WIDE_RANGES(X) X(0, 128) X(128, 256) X(256, 384)
+#define FOLDCP_WIDE_EXTERN(lo, hi)                                                                                  \
+  extern template cudaError_t out_range<lo, hi>(const DevLayer&, const void*, const bf16_raw*, void*, int64_t, \
+                                                int64_t, int64_t, int64_t, int64_t, cudaStream_t, bool);
+FOLDCP_WIDE_RANGES(FOLDCP_WIDE_EXTERN)
+#undef FOLDCP_WIDE_EXTERN
+
+}  // namespace wide
+}  // namespace foldcp
