@@ -9,7 +9,8 @@ outgoing forward's three stage kernels (the first two are the bench's warm-up):
   python3 bench/profile_stages.py --summarize ncu.csv
 
 (A forward in channel groups launches stages 1 and 2 once per group: the skip and count then
-miss the third forward; the profiled shapes run ungrouped.)
+miss the third forward; the profiled shapes run ungrouped. Where stage 3 is two kernels, D above
+384, a forward is four launches: gpu-run skips 8 and profiles 4.)
 `--summarize` turns ncu's raw CSV into one line per kernel: duration, SM and DRAM throughput, tensor
 pipe and issue-slot use, and the top warp stall reasons (the numbers that tell an issue-bound
 epilogue from a memory-bound or latency-bound one). (A torch-driven forward under ncu ended with
@@ -50,7 +51,8 @@ def num(v):
 
 
 STAGES = {"proj_in_wgmma_kernel": "stage1", "tri_gemm_wgmma_kernel": "stage2", "proj_out_wgmma_kernel": "stage3",
-          "proj_out_wide_kernel": "stage3w"}
+          "proj_out_wide_kernel": "stage3w", "proj_out_resident_kernel": "stage3r", "proj_out_p_kernel": "stage3p",
+          "proj_out_g_kernel": "stage3g"}
 
 
 def kernel_label(name):

@@ -1,5 +1,5 @@
-// What the two stage 3 kernels share (stage3_proj_out.cu, the fused one for D, H <= 256;
-// stage3_wide.cuh for wider pairs): LN_out of a tile's z into the shared-memory A_z tile,
+// What the stage 3 kernels share (stage3_proj_out.cu, the fused one for D, H <= 256;
+// stage3_resident.cu; stage3_wide.cuh for wider pairs up to 384, stage3_split.cuh above): LN_out of a tile's z into the shared-memory A_z tile,
 // and the producer's L2 prefetches of a tile's z rows and x.
 #pragma once
 #include <climits>
@@ -87,7 +87,7 @@ __device__ __forceinline__ void ln_out_staged_finish(float sum0, float sum1, con
 }
 
 // LN_out for H above kFusedOutMax, where a token pair's H / 4 values no longer fit in registers
-// beside the rest of the wide kernel: the raw z goes into the thread's own places of the A_z tile
+// beside the rest of the kernel (the wide kernel, the split P kernel): the raw z goes into the thread's own places of the A_z tile
 // 256 channels at a time (64 registers) while it is summed, and the variance and the normalization
 // read it back from there (each thread only its own chunks: no synchronization). The arithmetic
 // is that of ln_out_to_tile, in the same order.
@@ -367,13 +367,12 @@ __device__ __forceinline__ void produce_z(const CUtensorMap* tmZ, uint32_t s_az,
 }
 
 // The stage 3 kernels' vectors in shared memory, from `first` on: LN_in w, b (D each), LN_out
-// w, b (H each), then the epilogue's biases bp, bg (D each, halved for gate_half) where BIASES
-// (the wide kernel leaves them in global memory where they do not fit: wide_bias_smem). Copied
-// by the whole CTA; the caller's next __syncthreads publishes them.
+// w, b (H each), then the epilogue's biases bp, bg (D each, halved for gate_half). Copied by the
+// whole CTA; the caller's next __syncthreads publishes them.
 struct OutVecs {
   float *lniw, *lnib, *lnow, *lnob, *bp, *bg;
 };
-template <int D, int H, bool BIASES = true>
+template <int D, int H>
 __device__ __forceinline__ OutVecs load_out_vecs(float* first, const float* __restrict__ lniw,
                                                  const float* __restrict__ lnib, const float* __restrict__ lnow,
                                                  const float* __restrict__ lnob, const float* __restrict__ pout_b,
@@ -388,10 +387,8 @@ __device__ __forceinline__ OutVecs load_out_vecs(float* first, const float* __re
   for (int c = threadIdx.x; c < D; c += proj::THREADS) {
     v.lniw[c] = lniw[c];
     v.lnib[c] = lnib[c];
-    if constexpr (BIASES) {
-      v.bp[c] = 0.5f * pout_b[c];
-      v.bg[c] = 0.5f * gout_b[c];
-    }
+    v.bp[c] = 0.5f * pout_b[c];
+    v.bg[c] = 0.5f * gout_b[c];
   }
   for (int c = threadIdx.x; c < H; c += proj::THREADS) {
     v.lnow[c] = lnow[c];

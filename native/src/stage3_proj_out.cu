@@ -7,9 +7,11 @@
 // A template of the pair width D (x, out: the output channels, g_out's K) and the hidden width H
 // (z: p_out's K). At D, H <= kResidentOutMax with z's rows 16-byte aligned launch_proj_out_tile
 // takes the resident kernel instead (stage3_resident.cu: the same chunks and epilogue, W3 kept
-// in shared memory, no turns); above kFusedOutMax the wide kernels (stage3_wide.cuh).
+// in shared memory, no turns); above kFusedOutMax the wide kernel (stage3_wide.cuh), and above
+// kWideOutMax two kernels with p between them in HBM (stage3_split.cuh).
 // Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
-// W3 ([2D][max(D, H)]) chunk j = rows 128 j .. 128 j + 127 = output channels 64 j .. 64 j + 63,
+// W3 ([2D][max(D, H)], the layout of the pairs up to kFusedOutMax) chunk j = rows 128 j .. 128 j + 127 =
+// output channels 64 j .. 64 j + 63,
 // 8-row groups alternating p_out, g_out: two wgmma B views of the same slot (descriptor stride
 // 2048 B between 8-row groups, the g view starting 1024 B in), so p and g of a channel land in the
 // same thread's registers. Each view is multiplied only over its own K (the rows are zero past it).
@@ -28,12 +30,14 @@
 // x may alias out: the tile's x reaches shared memory by TMA before any of the tile's outputs is
 // written, and the residual is read from that copy (the buffer is held until the tile's last
 // chunk); tiles do not overlap.
+#include <algorithm>
 #include <climits>
 #include <cstdint>
 
 #include "common.cuh"
 #include "pipeline.cuh"
 #include "stage3_common.cuh"
+#include "stage3_split.cuh"
 #include "stage3_wide.cuh"
 #include "trimul_internal.h"
 #include "wgmma_common.cuh"
@@ -221,10 +225,26 @@ cudaError_t wide_out(const DevLayer& L, const void* x, const bf16_raw* z, void* 
 
 }  // namespace
 
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
-                                 int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
-  if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax)
-    return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* pbuf,
+                                 int64_t B, int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s) {
+  if (proj_out_split(L.dim, L.hidden)) {
+    // Checked before P runs, so that a call G would refuse leaves out untouched (pbuf may be out):
+    // G's own checks, and p's bytes clear of x's, of z's planes and (unless out itself) of out's.
+    if (B <= 0 || rows <= 0 || cols <= 0 || pbuf == nullptr || !split_g_args_ok(L, x, pbuf, out))
+      return cudaErrorInvalidValue;
+    const size_t tile_bytes = proj_out_pbuf_bytes(L.dim, B, rows, cols);  // (x's and out's too)
+    auto overlaps = [&](const void* a, size_t bytes) {
+      const uintptr_t p0 = reinterpret_cast<uintptr_t>(pbuf), a0 = reinterpret_cast<uintptr_t>(a);
+      return p0 < a0 + bytes && a0 < p0 + tile_bytes;
+    };
+    if (overlaps(x, tile_bytes) || overlaps(z, (size_t)B * L.hidden * (size_t)sz * 2) ||
+        (pbuf != out && overlaps(out, tile_bytes)))
+      return cudaErrorInvalidValue;
+    const cudaError_t e = launch_split_p(L, z, pbuf, B, rows, cols, ldz, sz, s);
+    if (e != cudaSuccess) return e;
+    return launch_split_g(L, x, pbuf, out, B, rows, cols, s);
+  }
+  if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax) return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
   if (proj_out_resident_takes(L.dim, L.hidden, z, ldz, sz)) {
     const cudaError_t e = launch_proj_out_resident(L, x, z, out, B, rows, cols, ldz, sz, s);
     if (e != cudaErrorNotSupported) return e;  // (z's map refused: the fused kernel loads it itself)
@@ -234,13 +254,35 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
   });
 }
 
-// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens.
-cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
-                            int64_t sz, cudaStream_t s) {
-  return launch_proj_out_tile(L, x, z, out, B, N, N, padded_n(N), sz, s);
+// One GPU: the workspace's z (N rows of Np per channel plane) for the (B, N, N) tokens; a split
+// pair's p in out (out != x: the workspace's a and b stay as stage 1 left them, which the tests
+// read), else in `spare` where it fits, else slab by slab (trimul_internal.h).
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* spare,
+                            size_t spare_bytes, int64_t B, int64_t N, int64_t sz, cudaStream_t s) {
+  const int64_t np = padded_n(N);
+  if (!proj_out_split(L.dim, L.hidden)) return launch_proj_out_tile(L, x, z, out, nullptr, B, N, N, np, sz, s);
+  if (out != x) return launch_proj_out_tile(L, x, z, out, out, B, N, N, np, sz, s);
+  if (proj_out_pbuf_bytes(L.dim, B, N, N) <= spare_bytes)
+    return launch_proj_out_tile(L, x, z, out, spare, B, N, N, np, sz, s);
+  // In place, p of the whole grid larger than the spare room (D > 2 x the channel group): rows
+  // i0 .. i0 + slab - 1 of complex b at a time, as a (1, slab, N) tile (z's planes of b, from row i0).
+  const size_t row_bytes = proj_out_pbuf_bytes(L.dim, 1, 1, N);
+  const int64_t slab = std::min<int64_t>(N, (int64_t)(spare_bytes / row_bytes));
+  if (slab < 1) return cudaErrorInvalidValue;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i0 = 0; i0 < N; i0 += slab) {
+      const int64_t r = std::min(slab, N - i0);
+      const size_t off = (size_t)(b * N + i0) * row_bytes;
+      const cudaError_t e =
+          launch_proj_out_tile(L, static_cast<const char*>(x) + off, z + (b * L.hidden * sz + i0 * np),
+                               static_cast<char*>(out) + off, spare, 1, r, N, np, sz, s);
+      if (e != cudaSuccess) return e;
+    }
+  return cudaSuccess;
 }
 
 cudaError_t prepare_proj_out(int dim, int hidden) {
+  if (proj_out_split(dim, hidden)) return prepare_split(dim, hidden);
   if (dim > kFusedOutMax || hidden > kFusedOutMax) {
     DevLayer l{};
     l.dim = dim;

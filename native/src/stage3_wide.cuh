@@ -1,7 +1,9 @@
 // Stage 3 for the pairs the fused kernel (stage3_proj_out.cu) cannot hold: D or H above
-// kFusedOutMax (256), up to kMaxWidth (512). Same math and the same tiles (128 tokens (b, i,
-// j0 .. j0 + 127), two consumer warpgroups of 64 tokens taking turns on a shared weight ring); what
-// differs is where things live, since the tile's LN_out(z) alone is 128 KiB at H = 512:
+// kFusedOutMax (256), both up to kWideOutMax (384; wider pairs run as two kernels,
+// stage3_split.cuh, since this one spills above D = 384: trimul_internal.h). Same math and the
+// same tiles (128 tokens (b, i, j0 .. j0 + 127), two consumer warpgroups of 64 tokens taking turns
+// on a shared weight ring); what differs is where things live, since the tile's LN_out(z) alone is
+// 96 KiB at H = 384:
 //   - A_z (LN_out(z), shared memory) is the only whole tile kept: z comes by TMA into it and
 //     LN_out turns it token-major and normalizes it in place (ln_out_from_tma), or, where z's rows
 //     are not 16-byte aligned, ln_out_to_tile loads it from global memory;
@@ -9,12 +11,14 @@
 //     the residual is read from global memory (L2: the producer prefetches each tile's x) and the
 //     outputs are stored from registers, 4 bytes per token and channel pair;
 //   - W3 ([2D][max(D, H)], the layout the fused kernel reads) comes in chunks of 64 rows = 32
-//     output channels (slots of 8 KiB), so that a chunk plus one k-block fits beside A_z at
-//     K = 512; the two views of a slot are m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x)
+//     output channels (slots of 8 KiB), so that the weight ring holds a chunk plus two k-blocks
+//     beside A_z; the two views of a slot are m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x)
 //     from registers);
 //   - the LN vectors are copied to shared memory (read from global memory, the compiler issued
 //     their loads all at once and held them: hundreds of bytes of spills), and so are the
-//     epilogue's biases where there is room (wide_bias_smem; else read from global memory).
+//     epilogue's biases (from global memory they missed L1, which the residual and z loads stream
+//     through beside 220 KiB of shared memory: the gates waiting on them were 15 % of the kernel's
+//     warp samples at 384/384 in ncu).
 // x may alias out: a thread reads each residual right before it writes that output, the tile's
 // x k-blocks are all in registers (or the tail) before its first output is written, and tiles do
 // not overlap.
@@ -54,21 +58,12 @@ constexpr int wide_fit(int xslots, int extra) {
   return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (xslots * proj::KB_BYTES + extra + 1024)) / (kWideRows * 128);
 }
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
-// the rest, else one (H = 480 and 512, D = 480 or 512 with H = 416 or 448, and with the tail
-// 352 and 384 with H = 352 or 384). At H = 480 and 512 the weight ring has its minimum, a chunk
-// plus one k-block (9 slots).
+// the rest, else one (D and H both 352 or 384, with the tail).
 constexpr int wide_x_slots(int D, int H) {
   return wide_fit(2, wide_extra_base(D, H)) >= (wide_kw(D, H) + 63) / 64 + 2 ? 2 : 1;
 }
-// The epilogue's biases (bp, bg halved for gate_half: 2 D floats) in shared memory, where a weight
-// ring of a chunk plus one k-block still fits beside them; else (D = H = 512, 480 / 512) read from
-// global memory. (From global memory they missed L1, which the residual and z loads stream
-// through beside 220 KiB of shared memory: the gates waiting on them were 15 % of the kernel's
-// warp samples at 384/384 in ncu.)
-constexpr bool wide_bias_smem(int D, int H) {
-  return wide_fit(wide_x_slots(D, H), wide_extra_base(D, H) + 2 * D * 4) >= (wide_kw(D, H) + 63) / 64 + 1;
-}
-constexpr int wide_extra(int D, int H) { return wide_extra_base(D, H) + (wide_bias_smem(D, H) ? 2 * D * 4 : 0); }
+// ... and the epilogue's biases (bp, bg halved for gate_half: 2 D floats).
+constexpr int wide_extra(int D, int H) { return wide_extra_base(D, H) + 2 * D * 4; }
 // Weight slots: as many as fit, up to what the mbarrier array holds beside the x ring's and z's (16
 // pairs in STATIC_SMEM). A chunk is short here (32 output channels: 64 rows of 8 KiB per k-block), so the
 // ring's k-blocks beyond the chunk being read are all the producer can load ahead of the next
@@ -84,7 +79,6 @@ struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, 
   static constexpr int NKB_H = (H + 63) / 64;            // k-blocks of A_z (z's TMA boxes per warpgroup)
   static constexpr int KR = wide_reg_width(D, H);        // channels of LN_in(x) in registers
   static constexpr int TAIL = proj::tail_bytes(D, KR);   // the rest, in shared memory
-  static constexpr bool BIAS_SMEM = wide_bias_smem(D, H);
 };
 
 template <int D, int H>
@@ -109,8 +103,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
   const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
   const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;  // LN_in(x) past C::KR
-  const OutVecs vec = load_out_vecs<D, H, C::BIAS_SMEM>(reinterpret_cast<float*>(sm + (s_tail - base) + C::TAIL),
-                                                        lniw, lnib, lnow, lnob, pout_b, gout_b);
+  const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + (s_tail - base) + C::TAIL), lniw, lnib,
+                                         lnow, lnob, pout_b, gout_b);
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
   const ZBars zb = z_bars(&bars[RINGBARS]);
   zb.init();
@@ -212,15 +206,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       // below are memory clobbers: loads written before them stay before them); each jj reads the
       // next pair's before its gates.
       auto halved_biases = [&](int c, float2& hbp, float2& hbg) {
-        if constexpr (C::BIAS_SMEM) {
-          hbp = *reinterpret_cast<const float2*>(vec.bp + c);
-          hbg = *reinterpret_cast<const float2*>(vec.bg + c);
-        } else {
-          const float2 bp = __ldg(reinterpret_cast<const float2*>(pout_b + c));
-          const float2 bg = __ldg(reinterpret_cast<const float2*>(gout_b + c));
-          hbp = make_float2(0.5f * bp.x, 0.5f * bp.y);
-          hbg = make_float2(0.5f * bg.x, 0.5f * bg.y);
-        }
+        hbp = *reinterpret_cast<const float2*>(vec.bp + c);
+        hbg = *reinterpret_cast<const float2*>(vec.bg + c);
       };
       float2 nbp, nbg;
       halved_biases(32 * j + 2 * t4, nbp, nbg);
@@ -275,13 +262,13 @@ cudaError_t launch_wide_t(const DevLayer& L, const void* x, const bf16_raw* z, v
 
 // Launches (prepare = false) or prepares (raises the shared-memory limit of) the kernel of
 // (L.dim, L.hidden), for D in (LO, HI] and a wide pair; anything else gets cudaErrorInvalidValue.
-// One translation unit per range of D instantiates it (stage3_wide_d*.cu: 192 kernels compile in
+// One translation unit per range of D instantiates it (stage3_wide_d*.cu: 80 kernels compile in
 // parallel); launch_proj_out_tile and prepare_proj_out (stage3_proj_out.cu) pick the range.
 template <int LO, int HI>
 cudaError_t out_range(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t rows,
                       int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s, bool prepare) {
   return with_dim<HI, LO + 32>(L.dim, [&](auto d) {
-    return with_dim(L.hidden, [&](auto h) -> cudaError_t {
+    return with_dim<kWideOutMax>(L.hidden, [&](auto h) -> cudaError_t {
       constexpr int D = decltype(d)::value, H = decltype(h)::value;
       if constexpr (D > kFusedOutMax || H > kFusedOutMax) {
         if (prepare) return prepare_on_current_device<proj_out_wide_kernel<D, H>>(WideOutCfg<D, H>::SMEM);
@@ -293,7 +280,7 @@ cudaError_t out_range(const DevLayer& L, const void* x, const bf16_raw* z, void*
   });
 }
 // The ranges of D, one translation unit each.
-#define FOLDCP_WIDE_RANGES(X) X(0, 128) X(128, 256) X(256, 384) X(384, 512)
+#define FOLDCP_WIDE_RANGES(X) X(0, 128) X(128, 256) X(256, 384)
 #define FOLDCP_WIDE_EXTERN(lo, hi)                                                                                  \
   extern template cudaError_t out_range<lo, hi>(const DevLayer&, const void*, const bf16_raw*, void*, int64_t, \
                                                 int64_t, int64_t, int64_t, int64_t, cudaStream_t, bool);

@@ -1,5 +1,5 @@
 // The wide stage 3 kernels (stage3_wide.cuh) of D in (256, 384]: one translation unit per range
-// of D, so that the 192 wide kernels compile in parallel.
+// of D, so that the 80 wide kernels compile in parallel.
 #include "stage3_wide.cuh"
 
 namespace foldcp {

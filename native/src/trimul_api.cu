@@ -286,7 +286,8 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
   foldcp::bf16_raw* z = reinterpret_cast<foldcp::bf16_raw*>(w + l.z_off);
 
   // Stages 1 and 2 once per channel group (a and b of `group` of the H channels in the workspace,
-  // z of all H), then stage 3 over all channels. Profiled: events around every launch, the times
+  // z of all H), then stage 3 over all channels (in place, a wide pair's p in the room of a and b,
+  // which stage 2 has consumed). Profiled: events around every launch, the times
   // of a stage summed over the groups.
   const int64_t ngroups = (H + group - 1) / group;
   const int nev = stage_ms ? (int)(2 * ngroups + 2) : 0;
@@ -312,8 +313,8 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
     mark();
   }
   if (st == FOLDCP_OK)
-    step(foldcp::launch_proj_out(L->dl, x, z, out, B, N, l.sz, s), "launch of stage 3 (LN_out + output projection)",
-         __LINE__);
+    step(foldcp::launch_proj_out(L->dl, x, z, out, a_ws, l.z_off - l.a_off, B, N, l.sz, s),
+         "launch of stage 3 (LN_out + output projection)", __LINE__);
   mark();
   if (stage_ms && st == FOLDCP_OK) {
     step(cudaEventSynchronize(ev[nev - 1]), "cudaEventSynchronize (forward kernels)", __LINE__);

@@ -68,18 +68,27 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C, int64_t group) {
 inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B, N, C, C); }
 
 // The pair width D (x, out) and the hidden width H (a, b, z) of the kernels: multiples of 32 in
-// [32, kMaxWidth] each. The limit: the wide stage 3 keeps the tile's LN_out(z) in shared memory
-// (128 KiB at H = 512, beside a weight ring of a chunk plus one k-block). Stages 1 and 3 keep a
+// [32, kMaxWidth] each. The limit: the split stage 3's P kernel keeps the tile's LN_out(z) in shared
+// memory (128 KiB at H = 512, beside a weight ring of a chunk plus one k-block). Stages 1 and 3 keep a
 // token's D values of LN_in(x) in registers (D / 4 per thread): above D = 256 that no longer fits
 // the 232 registers the consumers get after setmaxnreg (ptxas allocates for that budget, not for
 // the launch bound's 168) beside the accumulators, and the kernels spill (correct, slower:
 // native/NOTES-gpu.md). Stage 1 keeps channels 256 .. D - 1 in shared memory instead (above
 // D = 384 with W1 in chunks of 16 channels: stage1_proj_in.cu, in_reg_width, in_chunk_channels);
-// the wide stage 3 does the same up to D = 384 (stage3_wide.cuh: wide_reg_width).
+// so do the wide stage 3 kernel up to D = 384 (stage3_wide.cuh: wide_reg_width) and the split
+// stage 3's G kernel (stage3_split.cuh: g_reg_width).
 constexpr int kMaxWidth = 512;
 // Stage 3 at widths up to this (both D and H) is the fused kernel (x tile in shared memory for
-// the residual and the output's TMA stores); a wider pair runs the wide kernel.
+// the residual and the output's TMA stores); a wider pair runs the wide kernel (stage3_wide.cuh)
+// up to kWideOutMax, two kernels above (stage3_split.cuh).
 constexpr int kFusedOutMax = 256;
+// The widest pair (both D and H) of the one wide kernel, which needs both A operands of a tile at
+// once; above, stage 3 runs as two kernels with p in HBM between them (proj_out_split). Where the
+// line lies, measured (H100, ee814a8 against de02bd2, N = 2048, stage 3 of one forward): 384/256
+// wide 8.9 ms, split 11.9; 384/384 wide 11.3, split 12.4; 512/512 wide 39.8 (the kernel spills
+// above D = 384), split 15.9. The split's extra bytes (p written and read, 4 B per token and
+// channel) cost more than they save until the wide kernel spills.
+constexpr int kWideOutMax = 384;
 
 struct DevLayer {
   int dim;     // D
@@ -89,7 +98,8 @@ struct DevLayer {
   float eps;
   const void* w_in;   // bf16 [4H][D]: per group of 8 hidden channels: p_a, g_a, p_b, g_b rows
   // bf16 [2D][max(D, H)]: per group of 8 output channels 8 p_out rows (K = H) and 8 g_out rows
-  // (K = D), each zero past its K
+  // (K = D), each zero past its K; for a split pair (proj_out_split) p_out [D][H] then g_out [D][D]
+  // as torch lays them out (row = output channel)
   const void* w_out;
   const float* ln_in_w;
   const float* ln_in_b;
@@ -190,14 +200,23 @@ cudaError_t launch_tri_gemm_ctas(const DevLayer& L, const void* a_ws, const void
                                  const ZTarget& t, int64_t B, cudaStream_t s, int max_ctas);
 cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_ws, bf16_raw* z, int64_t B,
                             int64_t N, int64_t sab, int64_t sz, int chan0, int chans, cudaStream_t s);
-// Stage 3 (stage3_proj_out.cu; pairs with D or H above kFusedOutMax on the wide kernels of
-// stage3_wide.cuh): LN_out + output projection + gate + residual. The tile form
-// reads z as (B, H) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D);
-// launch_proj_out is one GPU's: the workspace's z for (B, N, N).
-cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B,
-                                 int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
-cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, int64_t B, int64_t N,
-                            int64_t sz, cudaStream_t s);
+// Stage 3 (stage3_proj_out.cu): LN_out + output projection + gate + residual. The tile form reads
+// z as (B, H) planes of rows x ldz (plane stride sz) and x/out as (B, rows, cols, D). A pair
+// with D or H above kFusedOutMax runs the wide kernel (stage3_wide.cuh) up to kWideOutMax; a split
+// pair (proj_out_split: D or H above kWideOutMax) runs as two kernels with p between them
+// (stage3_split.cuh): pbuf, bf16 (B, rows, cols, D) (proj_out_pbuf_bytes), must not overlap x or z,
+// and may be out itself where out != x; other pairs pass nullptr. launch_proj_out is one GPU's:
+// the workspace's z for (B, N, N); a split pair's p goes to out where out != x, else to `spare` (workspace room
+// free after stage 2: a and b) where it fits, else stage 3 runs in slabs of rows of one complex at
+// a time, each slab's p in `spare`.
+constexpr bool proj_out_split(int dim, int hidden) { return dim > kWideOutMax || hidden > kWideOutMax; }
+inline size_t proj_out_pbuf_bytes(int dim, int64_t B, int64_t rows, int64_t cols) {
+  return (size_t)B * (size_t)rows * (size_t)cols * (size_t)dim * 2;
+}
+cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* pbuf,
+                                 int64_t B, int64_t rows, int64_t cols, int64_t ldz, int64_t sz, cudaStream_t s);
+cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z, void* out, void* spare,
+                            size_t spare_bytes, int64_t B, int64_t N, int64_t sz, cudaStream_t s);
 // The stage 3 kernel of D, H <= kResidentOutMax (stage3_resident.cu: W3 resident in shared
 // memory, each consumer warpgroup on its own tiles), which launch_proj_out_tile takes where z's
 // rows are 16-byte aligned (its z comes by TMA); the fused kernel otherwise.

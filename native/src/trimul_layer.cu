@@ -97,9 +97,11 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
 
   // Rearranged fp32 copies on the host; converted to bf16 on the device. W1 [4H][D]: per group of
   // 8 hidden channels the rows of p_a, g_a, p_b, g_b. W3 [2D][max(D, H)]: per group of 8 output
-  // channels the rows of p_out (K = H) and g_out (K = D), zero past their K.
+  // channels the rows of p_out (K = H) and g_out (K = D), zero past their K; for a wide pair, whose
+  // two stage 3 kernels read one matrix each, p_out [D][H] then g_out [D][D] as given.
+  const bool split = foldcp::proj_out_split((int)D, (int)H);
   const size_t kw = std::max(d, h);
-  std::vector<float> win(4 * h * d), wout(2 * d * kw, 0.f), vecs(4 * d + 6 * h, 0.f);
+  std::vector<float> win(4 * h * d), wout(split ? d * h + d * d : 2 * d * kw, 0.f), vecs(4 * d + 6 * h, 0.f);
   for (size_t grp = 0; grp < h / 8; ++grp) {
     for (size_t r = 0; r < 8; ++r) {
       const size_t c = grp * 8 + r;
@@ -111,11 +113,16 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
       }
     }
   }
-  for (size_t grp = 0; grp < d / 8; ++grp) {
-    for (size_t r = 0; r < 8; ++r) {
-      const size_t c = grp * 8 + r;
-      for (size_t k = 0; k < h; ++k) wout[((grp * 16) + r) * kw + k] = w->p_out_weight[c * h + k];
-      for (size_t k = 0; k < d; ++k) wout[((grp * 16) + 8 + r) * kw + k] = w->g_out_weight[c * d + k];
+  if (split) {
+    std::copy(w->p_out_weight, w->p_out_weight + d * h, wout.begin());
+    std::copy(w->g_out_weight, w->g_out_weight + d * d, wout.begin() + d * h);
+  } else {
+    for (size_t grp = 0; grp < d / 8; ++grp) {
+      for (size_t r = 0; r < 8; ++r) {
+        const size_t c = grp * 8 + r;
+        for (size_t k = 0; k < h; ++k) wout[((grp * 16) + r) * kw + k] = w->p_out_weight[c * h + k];
+        for (size_t k = 0; k < d; ++k) wout[((grp * 16) + 8 + r) * kw + k] = w->g_out_weight[c * d + k];
+      }
     }
   }
   // The fp32 vectors: LN_in w, b (D each), LN_out w, b (H each), p_in, g_in biases (2H each),

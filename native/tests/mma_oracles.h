@@ -16,7 +16,8 @@ cudaError_t launch_tri_gemm_mma_to(const DevLayer& L, const void* a_ws, const vo
                                    const ZTarget& t, int64_t B, cudaStream_t s);
 cudaError_t prepare_tri_gemm_mma();
 
-// Stages 1 and 3: same arguments and outputs as launch_proj_in_to and launch_proj_out_tile (up to
+// Stages 1 and 3: same arguments and outputs as launch_proj_in_to and launch_proj_out_tile (no p
+// buffer: D = H <= 256; up to
 // the fp32 summation order); no channel groups (g.chans must be 0). prepare_proj_mma raises the
 // shared-memory limits of the oracle kernels of one D.
 cudaError_t launch_proj_in_mma_to(const DevLayer& L, const void* x, const uint8_t* mask, const ProjInGeom& g,

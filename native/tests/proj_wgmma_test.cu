@@ -17,9 +17,10 @@
 // Stage 3 cases: the same D, N, B plus odd N (the last token pair of a row half valid); z
 // channel-major bf16 as the workspace holds it (N rows of Np, padded planes) or as a CP tile
 // (rows = cols = ldz = 72, and 70, whose rows are not 16-byte aligned: z then comes from global
-// memory instead of by TMA); the wide kernel at D = H = 384, 480 and 512 as CP tiles, checked against
-// itself on z re-laid with rows of the other alignment (no mma.sync oracle there): its TMA and
-// global-memory LN_out paths must agree bit for bit; residual on and off; every case also
+// memory instead of by TMA); the wide kernel (stage3_wide.cuh) at D = H = 384 and the split pair's
+// two kernels (stage3_split.cuh) at 480 and 512, as CP tiles, checked against themselves on z re-laid with rows of the other alignment (no
+// mma.sync oracle there): the TMA and global-memory LN_out paths must agree bit for bit, with p
+// in a buffer of its own and in out; residual on and off; every case also
 // runs in place (out == x) and must equal its out-of-place output bit for bit.
 // The projections do not depend on the direction (stage 1 stores the same channel-major layout
 // for both, stage 3 reads z the same way), so each case runs once.
@@ -267,7 +268,16 @@ struct Layer {
     CUDA_OK(cudaMalloc(&d_w1, w1.size() * 2));
     CUDA_OK(cudaMalloc(&d_w3, w3.size() * 2));
     CUDA_OK(cudaMemcpy(d_w1, w1.data(), w1.size() * 2, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(d_w3, w3.data(), w3.size() * 2, cudaMemcpyHostToDevice));
+    if (foldcp::proj_out_split(d, d)) {
+      // a split pair's stage 3 reads p_out [D][H] then g_out [D][D] (trimul_layer.cu)
+      std::vector<uint16_t> w3s(w3.size());
+      for (int c = 0; c < d; ++c)
+        for (int kind = 0; kind < 2; ++kind)
+          std::copy_n(w3.begin() + (size_t)row_out(c, kind) * d, d, w3s.begin() + ((size_t)kind * d + c) * d);
+      CUDA_OK(cudaMemcpy(d_w3, w3s.data(), w3s.size() * 2, cudaMemcpyHostToDevice));
+    } else {
+      CUDA_OK(cudaMemcpy(d_w3, w3.data(), w3.size() * 2, cudaMemcpyHostToDevice));
+    }
     std::vector<float> all;
     for (const auto* v : {&lniw, &lnib, &lnow, &lnob, &pinb, &ginb, &poutb, &goutb}) all.insert(all.end(), v->begin(), v->end());
     CUDA_OK(cudaMalloc(&d_vec, all.size() * 4));
@@ -574,30 +584,36 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
   CUDA_OK(cudaMemsetAsync(out_new, 0xFF, xn * 2, s));
   CUDA_OK(cudaMemcpyAsync(inplace, x, xn * 2, cudaMemcpyDeviceToDevice, s));
 
-  // The reference: the mma.sync oracle up to D = 256 (its widths); above, the wide kernel itself on
-  // the same z laid out with rows of the other alignment (ldz 72 <-> 74, 70 <-> 72), so that one of
-  // the two runs takes LN_out's TMA path and the other its global-memory path: the two must agree
-  // bit for bit (the same arithmetic in the same order).
-  const bool oracle = D <= 256;
+  // The reference: the mma.sync oracle up to D = 256 (its widths); above, the wide or split kernels
+  // themselves on the same z laid out with rows of the other alignment (ldz 72 <-> 74, 70 <-> 72),
+  // so that one of the two runs takes LN_out's TMA path and the other its global-memory path: the
+  // two must agree bit for bit (the same arithmetic in the same order). A split pair keeps p between
+  // its two kernels: in a buffer of its own for the reference and in place, in out itself out of
+  // place (out != x).
+  const bool oracle = D <= 256, split = foldcp::proj_out_split(D, D);
   uint16_t* z_alt = nullptr;
+  uint16_t* pbuf = nullptr;
+  if (split) CUDA_OK(cudaMalloc(&pbuf, xn * 2));
   if (oracle) {
     CUDA_OK(foldcp::launch_proj_out_mma_tile(L.dl, x, z, out_old, B, rows, cols, ldz, sz, s));
     sync_or_die(s, 60, std::string(tag) + ": mma.sync kernel");
   } else {
     if (c.tile == 0) {  // (a case list error: the z of the workspace layout has padded planes)
       verdict(false, std::string(tag) + ": a wide case needs a CP tile (contiguous planes) to re-lay z");
-      for (uint16_t* p : {x, out_old, out_new, inplace, z}) CUDA_OK(cudaFree(p));
+      for (uint16_t* p : {x, out_old, out_new, inplace, z, pbuf}) CUDA_OK(cudaFree(p));
       L.free_all();
       return;
     }
     const int64_t ldz_alt = ldz % 8 == 0 ? ldz + 2 : (ldz + 7) / 8 * 8, sz_alt = rows * ldz_alt;
     CUDA_OK(cudaMalloc(&z_alt, (size_t)B * D * sz_alt * 2));
     CUDA_OK(cudaMemcpy2DAsync(z_alt, ldz_alt * 2, z, ldz * 2, cols * 2, (size_t)B * D * rows, cudaMemcpyDeviceToDevice, s));
-    CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z_alt, out_old, B, rows, cols, ldz_alt, sz_alt, s));
+    CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z_alt, out_old, pbuf, B, rows, cols, ldz_alt, sz_alt, s));
     sync_or_die(s, 60, std::string(tag) + ": wgmma kernel, z rows of the other alignment");
   }
-  cudaError_t le = foldcp::launch_proj_out_tile(L.dl, x, z, out_new, B, rows, cols, ldz, sz, s);
-  if (le == cudaSuccess) le = foldcp::launch_proj_out_tile(L.dl, inplace, z, inplace, B, rows, cols, ldz, sz, s);
+  cudaError_t le =
+      foldcp::launch_proj_out_tile(L.dl, x, z, out_new, split ? out_new : nullptr, B, rows, cols, ldz, sz, s);
+  if (le == cudaSuccess)
+    le = foldcp::launch_proj_out_tile(L.dl, inplace, z, inplace, pbuf, B, rows, cols, ldz, sz, s);
   if (le != cudaSuccess) {
     verdict(false, std::string(tag) + ": launch of the wgmma kernel: " + cudaGetErrorName(le));
     CUDA_OK(cudaGetLastError());
@@ -692,6 +708,7 @@ static void run_out_case(const OutCase& c, cudaStream_t s) {
   CUDA_OK(cudaFree(inplace));
   CUDA_OK(cudaFree(z));
   if (z_alt != nullptr) CUDA_OK(cudaFree(z_alt));
+  if (pbuf != nullptr) CUDA_OK(cudaFree(pbuf));
   L.free_all();
 }
 
@@ -761,7 +778,7 @@ static void bench_out(int B, int N, int D, cudaStream_t s) {
   const double t_old =
       median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_mma_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
   const double t_new =
-      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z, out, B, N, N, np, sz, s)); }, s);
+      median_ms([&]() { CUDA_OK(foldcp::launch_proj_out_tile(L.dl, x, z, out, nullptr, B, N, N, np, sz, s)); }, s);
   printf("BENCH stage 3 (B,N,D)=(%d,%d,%d): mma.sync %.3f ms %.1f TFLOP/s | wgmma %.3f ms %.1f TFLOP/s | speed-up %.2fx\n",
          B, N, D, t_old, flop / (t_old * 1e-3) / 1e12, t_new, flop / (t_new * 1e-3) / 1e12, t_old / t_new);
   fflush(stdout);
@@ -832,12 +849,13 @@ int main(int argc, char** argv) {
         {"n99", 2, 128, 99, 0, 1},     {"n129", 1, 256, 129, 0, 0},
         // z rows not 16-byte aligned (ldz = 70): LN_out loads z from global memory, not by TMA
         {"cp-tile-ldz70", 2, 128, 0, 70, 1}, {"cp-tile-ldz70", 1, 256, 0, 70, 0},
-        // the wide kernel (D = H above 256), each z path against the other; 480: the last k-block
+        // the wide kernel (384) and the split pair (480, 512), each z path against the other; 480: the last k-block
         // of z half outside H (H % 64 == 32); n190: several tiles per CTA (the z barriers' later
         // phases), and the last tile's second warpgroup wholly past cols (its box starts earlier)
         {"wide-tile", 1, 384, 0, 72, 1},      {"wide-tile-ldz70", 2, 384, 0, 70, 0},
         {"wide-tile", 1, 512, 0, 72, 0},      {"wide-tile-ldz70", 1, 512, 0, 70, 1},
         {"wide-tile", 1, 480, 0, 72, 1},      {"wide-tile-n190", 1, 384, 0, 190, 1},
+        {"wide-tile-n190", 1, 512, 0, 190, 0},
     };
     for (const OutCase& c : out_cases) {
       if (quick && c.N > 100) continue;

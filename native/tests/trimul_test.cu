@@ -606,10 +606,12 @@ static void nonfinite_test() {
   if (!ok) ++g_failures;
 }
 
-// In place (out == x) must equal out of place, bit for bit: the fused stage 3 (128 / 128) and the
-// wide one (384 / 256, 64 / 512: the residual read from global memory right before its output is
-// written over it).
-static void inplace_case(int D, int H, bool quick) {
+// In place (out == x) must equal out of place, bit for bit: the fused stage 3 (128 / 128), the wide
+// kernel (384 / 256: the residual read from global memory right before its output is written over
+// it) and the split pairs' two kernels (64 / 512: likewise; out of place p goes to out, in place
+// to the workspace's a/b room). With a channel group too small for p (448 / 96 in groups of 8: D > 2 x group) in place
+// runs stage 3 in slabs of rows.
+static void inplace_case(int D, int H, bool quick, int64_t group = 0) {
   // (quick: 40 tokens, still 40 row tiles each stage reads while stage 3 writes the output over x)
   const int64_t B = 1, N = quick ? 40 : D > 256 || H > 256 ? 130 : 200;
   Rng rng(99);
@@ -628,14 +630,16 @@ static void inplace_case(int D, int H, bool quick) {
       return;
     }
     size_t bytes = 0;
-    foldcp_trimul_workspace_size(B, N, H, &bytes);
+    foldcp_trimul_workspace_size_group(B, N, H, group == 0 ? H : group, &bytes);
+    foldcp_forward_options opts = FOLDCP_FORWARD_OPTIONS_INIT;
+    opts.group = group;
     void *dx, *dout, *dws;
     CUDA_OK(cudaMalloc(&dx, nel * 2));
     CUDA_OK(cudaMalloc(&dout, nel * 2));
     CUDA_OK(cudaMalloc(&dws, bytes));
     CUDA_OK(cudaMemcpy(dx, hx.data(), nel * 2, cudaMemcpyHostToDevice));
-    int rc1 = foldcp_trimul_forward(layer, dx, nullptr, dout, B, N, dws, bytes, nullptr, nullptr);
-    int rc2 = foldcp_trimul_forward(layer, dx, nullptr, dx, B, N, dws, bytes, nullptr, nullptr);
+    int rc1 = foldcp_trimul_forward(layer, dx, nullptr, dout, B, N, dws, bytes, &opts, nullptr);
+    int rc2 = foldcp_trimul_forward(layer, dx, nullptr, dx, B, N, dws, bytes, &opts, nullptr);
     CUDA_OK(cudaDeviceSynchronize());
     std::vector<uint16_t> a(nel), b(nel);
     CUDA_OK(cudaMemcpy(a.data(), dout, nel * 2, cudaMemcpyDeviceToHost));
@@ -646,14 +650,15 @@ static void inplace_case(int D, int H, bool quick) {
     cudaFree(dws);
     foldcp_trimul_destroy(layer);
   }
-  printf("%s in-place forward equals out-of-place at D = %d, H = %d (both directions, residual)\n", ok ? "PASS" : "FAIL",
-         D, H);
+  printf("%s in-place forward equals out-of-place at D = %d, H = %d, channel group %lld (both directions, residual)\n",
+         ok ? "PASS" : "FAIL", D, H, (long long)(group == 0 ? H : group));
   if (!ok) ++g_failures;
 }
 static void inplace_test(bool quick) {
   inplace_case(128, 128, quick);
   inplace_case(384, 256, quick);
   inplace_case(64, 512, quick);
+  inplace_case(448, 96, quick, 8);
 }
 
 // Channel groups: a forward in groups of 32, 96, ... channels (uneven last groups included) must
@@ -918,8 +923,8 @@ int main(int argc, char** argv) {
     cases.push_back({2, 130, 224, 0, false, 1, true, 0, 96});
     cases.push_back({1, 100, 256, 1, true, 1, true, 0, 96});  // the one fused stage 3 pair that spills (ptxas)
   }
-  // Widths above 256 (the wide stage 3, stage 1 at D > 256): the pairs of cuEquivariance
-  // (384/256, 384/384, 512/512), H alone wide (LN_out staged in shared memory, 288 with a partial
+  // Widths above 256 (the wide stage 3 up to 384, the split one above, stage 1 at D > 256): the
+  // pairs of cuEquivariance (384/256, 384/384: wide; 512/512: split), H alone wide (LN_out staged in shared memory, 288 with a partial
   // part), D alone wide, D % 64 == 32 on both sides, and N = 1000 sampled (many tiles per CTA).
   cases.push_back({1, 40, 384, 0, true, 1, true, 0, 256});
   cases.push_back({1, 40, 64, 1, true, 1, true, 0, 512});

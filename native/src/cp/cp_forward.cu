@@ -73,7 +73,8 @@ int foldcp_cp_forward(foldcp_cp_plan* p, const void* x, const uint8_t* mask, voi
     }
     if (e == cudaSuccess) {
       what = "stage 3 (LN_out + output projection)";
-      e = launch_proj_out_tile(L, in, z_recv, out, c.batch, c.tile_rows, c.tile_cols, c.tile_cols, l.szt, s);
+      e = launch_proj_out_tile(L, in, z_recv, out, proj_out_split(L.dim, L.hidden) ? base + l.p_off : nullptr,
+                               c.batch, c.tile_rows, c.tile_cols, c.tile_cols, l.szt, s);
     }
   }
   if (e == cudaSuccess) {

@@ -47,6 +47,12 @@ Layout layout_of(const foldcp_cp_config& c, int route) {
     l.stage_z_off = l.total + 2 * sab_bytes;
     l.total += 2 * sab_bytes + align_up((size_t)l.cp * l.stage_z_rank * 2, kBufAlign);
   }
+  if (proj_out_split((int)c.dim, (int)c.hidden)) {
+    // (not the receive buffers: a peer may store the next layer's a and b there while this rank's
+    // stage 3 still runs)
+    l.p_off = l.total;
+    l.total += align_up(proj_out_pbuf_bytes((int)c.dim, c.batch, c.tile_rows, c.tile_cols), kBufAlign);
+  }
   return l;
 }
 

@@ -65,9 +65,20 @@ public final class CostModel {
     return deviceBytesPerRank(b, n, d, d, cp);
   }
 
-  /** Device bytes one rank holds for a layer of hidden width H: (4BN^2D + 6BN^2H) / cp. */
+  /**
+   * Device bytes one rank holds for a layer of hidden width H: (4BN^2D + 6BN^2H) / cp, plus under
+   * context parallelism 2BN^2D / cp for a pair with D or H above 384: its stage 3 runs as two
+   * kernels with p between them, in a CP plan's section of its own (on one GPU in out or the
+   * workspace's a/b room). The native library draws the same line (trimul_internal.h: kWideOutMax).
+   */
   public static long deviceBytesPerRank(long b, long n, long d, long h, int cp) {
-    return (long) Math.ceil((4.0 * d + 6.0 * h) * b * n * n / cp);
+    final double perToken = 4.0 * d + 6.0 * h + (cp > 1 && splitsStage3(d, h) ? 2.0 * d : 0.0);
+    return (long) Math.ceil(perToken * b * n * n / cp);
+  }
+
+  /** Whether stage 3 of a (D, H) layer runs as two kernels with p in device memory between them. */
+  static boolean splitsStage3(long d, long h) {
+    return d > 384 || h > 384;
   }
 
   /** Bytes one rank sends per layer over both reshards: 6BN^2H(cp - 1)/cp^2 (a, b and z carry H channels). */

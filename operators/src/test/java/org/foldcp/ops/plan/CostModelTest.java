@@ -70,7 +70,12 @@ class CostModelTest {
     double n = 100;
     assertEquals(2 * n * n * n * 256 + 10 * n * n * 256 * 384 + 2 * n * n * 384 * 384, CostModel.flops(1, 100, 384, 256));
     assertEquals(CostModel.deviceBytesPerRank(1, 512, 128, 4), CostModel.deviceBytesPerRank(1, 512, 128, 128, 4));
+    // a pair with D or H above 384 under CP also holds p (2BN^2D) between stage 3's two kernels; on
+    // one GPU p sits in out or the workspace's a/b room; up to 384 stage 3 is one kernel
     assertEquals((long) Math.ceil((4.0 * 384 + 6.0 * 256) * 512 * 512 / 4), CostModel.deviceBytesPerRank(1, 512, 384, 256, 4));
+    assertEquals((long) Math.ceil((6.0 * 448 + 6.0 * 256) * 512 * 512 / 4), CostModel.deviceBytesPerRank(1, 512, 448, 256, 4));
+    assertEquals((long) Math.ceil((6.0 * 128 + 6.0 * 416) * 512 * 512 / 2), CostModel.deviceBytesPerRank(1, 512, 128, 416, 2));
+    assertEquals((long) Math.ceil((4.0 * 512 + 6.0 * 512) * 512 * 512), CostModel.deviceBytesPerRank(1, 512, 512, 512, 1));
     CostModel m = new CostModel(DeviceRates.h200());
     CostModel.Estimate e = m.layer(1, 2048, 24, 32, 8); // D = 24: 8 does not divide it, H = 32 it does
     assertEquals(CostModel.reshardBytesPerRank(1, 2048, 32, 8), e.reshardBytesPerRank());

@@ -115,8 +115,12 @@ class CpTeamGpuTest {
     // D = 384, H = 256 (cuEquivariance's pair): stage 1 above D = 256 and the wide stage 3 on the ranks
     cases.add(new CpCase("w384", "2x1", Direction.INCOMING, 130, 384, 1, true, true, 1, StoreRoute.AUTO, 18, -1, 1)
         .withHidden(256));
+    // D = 448, H = 512: stage 3 as two kernels with p in the plan's own section; two layers, so that
+    // a peer stores layer 2's a and b while this rank's stage 3 of layer 1 may still run, put route
+    cases.add(new CpCase("w448", "1x2", Direction.OUTGOING, 130, 448, 1, true, true, 2, StoreRoute.PUT, 19, -1, 1)
+        .withHidden(512));
     List<String[]> unfused = addUnfused(cases, List.of("g2x1-o1000-peer", "g1x2-i2050-peer", "g2x1-i100-put",
-        "stack3", "h128stack", "w384"));
+        "stack3", "h128stack", "w384", "w448"));
     writeNonFiniteTiles(dir, nan);
     Map<String, String> errors = runTeam(dir, 2, cases, Set.of(), List.of());
 
@@ -319,7 +323,10 @@ class CpTeamGpuTest {
     Assumptions.assumeTrue(!tool.isBlank(), "no -Dfoldcp.test.sanitizer=PATH (bin/gpu-run passes compute-sanitizer)");
     List<CpCase> cases = List.of(
         new CpCase("mc-peer", "2x1", Direction.OUTGOING, 100, 64, 1, true, true, 1, StoreRoute.PEER, 3, -1, 1),
-        new CpCase("mc-put", "1x2", Direction.INCOMING, 100, 64, 1, true, true, 1, StoreRoute.PUT, 4, -1, 1));
+        new CpCase("mc-put", "1x2", Direction.INCOMING, 100, 64, 1, true, true, 1, StoreRoute.PUT, 4, -1, 1),
+        // stage 3 as two kernels (D above 384), p in the plan's section
+        new CpCase("mc-split", "2x1", Direction.OUTGOING, 66, 416, 1, true, true, 2, StoreRoute.PEER, 20, -1, 1)
+            .withHidden(480));
     Map<String, String> errors = runTeam(dir, 2, cases, Set.of(),
         List.of(tool, "--tool", "memcheck", "--error-exitcode", "99", "--print-limit", "20"), TIMEOUT_MS, 150).errors();
     for (CpCase c : cases) {
@@ -329,7 +336,7 @@ class CpTeamGpuTest {
       String log = Files.readString(dir.resolve("rank-" + r + ".log"));
       assertTrue(log.contains("ERROR SUMMARY: 0 errors"), "rank " + r + " under memcheck: " + RankProcesses.tail(log));
     }
-    System.out.println("PASS memcheckCp2: compute-sanitizer memcheck, ERROR SUMMARY: 0 errors on both ranks, peer and put");
+    System.out.println("PASS memcheckCp2: compute-sanitizer memcheck, ERROR SUMMARY: 0 errors on both ranks, peer, put and a split stage 3");
   }
 
   /** Adds an unfused twin of each named case; returns the pairs {fused name, unfused name}. */
