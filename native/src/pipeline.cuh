@@ -13,7 +13,8 @@
 //                another one loads the raw x of each token tile: into NXBUF whole-tile buffers,
 //                up to NXBUF tiles ahead (load_x_tile: the fused stage 3, which keeps the tile for
 //                its residual), or k-block by k-block into a ring of NXBUF k-block slots
-//                (load_x_ring: stage 1 and the wide pairs' stage 3 G kernel, which only need it for LN_in).
+//                (load_x_ring: stage 1, the wide stage 3 and the split stage 3's G kernel, which only need it
+//                for LN_in).
 //   warpgroups 1, 2: consumers, 64 tokens of the tile each (wgmma M = 64).
 //
 // Why the A operand (LayerNorm'd tokens) lives in registers: LN needs a token's whole row, so it
@@ -68,7 +69,7 @@ constexpr int tail_bytes(int D, int KR) { return (D - KR + 63) / 64 * KB_BYTES; 
 }  // namespace proj
 
 // Shared-memory plan of a projection kernel: NXBUF x buffers of XBUF bytes (whole x tiles, or
-// k-block slots of an x ring: stage 1 and the wide pairs' G kernel), the stage's own EXTRA bytes, the
+// k-block slots of an x ring: stage 1, the wide stage 3, the split G kernel), the stage's own EXTRA bytes, the
 // weight ring with as many slots as fit (at most CAP, MAX_STAGES by default, or a chunk plus two
 // k-blocks where that is more), and 1024 B of slack to align the buffers to 1024 B (128B swizzle).
 // KW: the K of the weight matrix (stage 3's p_out and g_out share rows of max(H, D)), D by
@@ -190,7 +191,7 @@ __device__ __forceinline__ void load_weights_once(const CUtensorMap* tmW, uint32
     for (int kb = 0; kb < NKB; ++kb) tma_load_2d(s_w + ((j - jb) * NKB + kb) * SLOT, tmW, kb * 64, j * WROWS, bar);
 }
 
-// The x ring (stage 1, the wide pairs' G kernel): a tile's NKB k-blocks (64 channels x 128 tokens of the
+// The x ring (stage 1, the wide stage 3, the split G kernel): a tile's NKB k-blocks (64 channels x 128 tokens of the
 // 4D map tmX at token `tok`, row `row`, batch `b`) into the next NKB slots of XSLOTS k-block slots,
 // each as soon as the consumers have released it. Unlike whole-tile buffers, the ring holds fewer
 // k-blocks than a tile at large D: the consumers take the tile's raw x into registers k-block by

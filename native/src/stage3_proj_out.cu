@@ -10,7 +10,7 @@
 // in shared memory, no turns); above kFusedOutMax the wide kernel (stage3_wide.cuh), and above
 // kWideOutMax two kernels with p between them in HBM (stage3_split.cuh).
 // Tile = tokens (b, i, j0 .. j0 + 127) of (B, rows, cols); tokens j >= cols are not stored.
-// W3 ([2D][max(D, H)], the layout of the pairs up to kFusedOutMax) chunk j = rows 128 j .. 128 j + 127 =
+// W3 ([2D][max(D, H)], the layout of the pairs up to kWideOutMax) chunk j = rows 128 j .. 128 j + 127 =
 // output channels 64 j .. 64 j + 63,
 // 8-row groups alternating p_out, g_out: two wgmma B views of the same slot (descriptor stride
 // 2048 B between 8-row groups, the g view starting 1024 B in), so p and g of a channel land in the

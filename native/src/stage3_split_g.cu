@@ -1,4 +1,4 @@
-// Stage 3 of a wide pair, second kernel (stage3_split.cuh): out = sigmoid(LN_in(x) g_out^T + b_g) *
+// Stage 3 of a split pair, second kernel (stage3_split.cuh): out = sigmoid(LN_in(x) g_out^T + b_g) *
 // p (+ x), p from the first kernel's pbuf.
 #include "stage3_split.cuh"
 

@@ -1,4 +1,4 @@
-// Stage 3 of a wide pair, first kernel (stage3_split.cuh): p = LN_out(z) p_out^T + b_p into pbuf.
+// Stage 3 of a split pair, first kernel (stage3_split.cuh): p = LN_out(z) p_out^T + b_p into pbuf.
 // One translation unit per kernel of the pair, so that the 16 instantiations of each compile in
 // parallel.
 #include "stage3_split.cuh"

@@ -286,7 +286,7 @@ int foldcp_trimul_forward(const foldcp_trimul_layer* L, const void* x, const uin
   foldcp::bf16_raw* z = reinterpret_cast<foldcp::bf16_raw*>(w + l.z_off);
 
   // Stages 1 and 2 once per channel group (a and b of `group` of the H channels in the workspace,
-  // z of all H), then stage 3 over all channels (in place, a wide pair's p in the room of a and b,
+  // z of all H), then stage 3 over all channels (in place, a split pair's p in the room of a and b,
   // which stage 2 has consumed). Profiled: events around every launch, the times
   // of a stage summed over the groups.
   const int64_t ngroups = (H + group - 1) / group;

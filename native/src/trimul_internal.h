@@ -69,7 +69,7 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B,
 
 // The pair width D (x, out) and the hidden width H (a, b, z) of the kernels: multiples of 32 in
 // [32, kMaxWidth] each. The limit: the split stage 3's P kernel keeps the tile's LN_out(z) in shared
-// memory (128 KiB at H = 512, beside a weight ring of a chunk plus one k-block). Stages 1 and 3 keep a
+// memory (128 KiB at H = 512, beside a weight ring of a chunk plus three k-blocks). Stages 1 and 3 keep a
 // token's D values of LN_in(x) in registers (D / 4 per thread): above D = 256 that no longer fits
 // the 232 registers the consumers get after setmaxnreg (ptxas allocates for that budget, not for
 // the launch bound's 168) beside the accumulators, and the kernels spill (correct, slower:

@@ -97,7 +97,7 @@ int foldcp_trimul_create(const foldcp_trimul_weights* w, foldcp_trimul_layer** l
 
   // Rearranged fp32 copies on the host; converted to bf16 on the device. W1 [4H][D]: per group of
   // 8 hidden channels the rows of p_a, g_a, p_b, g_b. W3 [2D][max(D, H)]: per group of 8 output
-  // channels the rows of p_out (K = H) and g_out (K = D), zero past their K; for a wide pair, whose
+  // channels the rows of p_out (K = H) and g_out (K = D), zero past their K; for a split pair (proj_out_split), whose
   // two stage 3 kernels read one matrix each, p_out [D][H] then g_out [D][D] as given.
   const bool split = foldcp::proj_out_split((int)D, (int)H);
   const size_t kw = std::max(d, h);

@@ -230,8 +230,9 @@ static void launch_fill(uint16_t* p, size_t n, uint32_t seed, float scale, float
 }
 
 // ------------------------------------------------------------------ a layer's weights
-// The kernels see W1 [4D][D] and W3 [2D][D] already interleaved (trimul_api.cu does that from
-// the torch layout): W1 rows per group of 8 channels: p_a, g_a, p_b, g_b; W3: p_out, g_out.
+// The kernels see W1 [4D][D] and W3 [2D][D] already interleaved (trimul_layer.cu does that from
+// the torch layout): W1 rows per group of 8 channels: p_a, g_a, p_b, g_b; W3: p_out, g_out (a
+// split pair's W3 is p_out then g_out, relaid below).
 struct Layer {
   int D = 0;
   std::vector<uint16_t> w1, w3;                             // bf16 bits, interleaved

@@ -14,7 +14,7 @@ namespace cp {
 
 // Buffer layout of a plan inside its one symmetric allocation: the receive buffers (a/b/z as in
 // the one-GPU workspace, abz_sections), where stores go to staging first the staging areas, and
-// for a wide pair (proj_out_split) room for its stage 3's p.
+// for a split pair (proj_out_split) room for its stage 3's p.
 struct Layout {
   int cp = 1, dloc = 0;
   int64_t nt = 0;   // padded grid of tiles: cp0 * tile_rows
@@ -22,7 +22,7 @@ struct Layout {
   int64_t sab = 0;  // elements between a/b planes
   int64_t szt = 0;  // elements (bf16) between z planes (tile_rows * tile_cols)
   size_t a_off = 0, b_off = 0, z_off = 0, stage_ab_off = 0, stage_z_off = 0, total = 0;
-  size_t p_off = 0;  // a wide pair's p of this rank's tile between its two stage 3 kernels (local use)
+  size_t p_off = 0;  // a split pair's p of this rank's tile between its two stage 3 kernels (local use)
   int64_t stage_ab_rank = 0, stage_z_rank = 0;  // elements per destination rank
 };
 

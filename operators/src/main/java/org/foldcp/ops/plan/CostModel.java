@@ -21,7 +21,8 @@ import org.foldcp.ops.InvalidInputException;
  *       a stage takes the longer of its compute and its link time. Unfused ones follow it.</li>
  *   <li>Device memory per rank: x and the output (D channels), a, b and z (H), 2 bytes per value
  *       each, (4BN^2D + 6BN^2H)/cp bytes: 10BN^2D/cp at H = D (the single-GPU benchmark's measured
- *       peak at cp = 1 is this to within 0.2%).</li>
+ *       peak at cp = 1 is this to within 0.2%); under CP 2BN^2D/cp more where D or H is above 384
+ *       (stage 3's p between its two kernels).</li>
  * </ul>
  */
 public final class CostModel {
@@ -60,7 +61,7 @@ public final class CostModel {
     return (double) b * n * n * d;
   }
 
-  /** Device bytes one rank holds for a layer at H = D: 10BN^2D / cp. */
+  /** Device bytes one rank holds for a layer at H = D: 10BN^2D / cp (12BN^2D / cp under CP above D = 384). */
   public static long deviceBytesPerRank(long b, long n, long d, int cp) {
     return deviceBytesPerRank(b, n, d, d, cp);
   }

@@ -137,8 +137,9 @@ class GpuTriMulTest {
 
   /**
    * Layers of a hidden width H of their own (OpenFold's c_hidden), narrower and wider than D, up to
-   * 512 (the pairs above 256 run the wide stage 3, and stage 1 at D above 256; 352 / 256 keeps
-   * LN_in(x) past channel 256 in shared memory in both, half a k-block at its end): a
+   * 512 (the pairs above 256 run the wide stage 3 up to 384 and the split one above, and stage 1
+   * at D above 256; 352 / 256 keeps LN_in(x) past channel 256 in shared memory in both, half a
+   * k-block at its end): a
    * resident stack of both directions with a mask equals the layers run one by one, and is within
    * the accuracy contract of the CPU backend and of float64.
    */

@@ -76,6 +76,7 @@ class CostModelTest {
     assertEquals((long) Math.ceil((6.0 * 448 + 6.0 * 256) * 512 * 512 / 4), CostModel.deviceBytesPerRank(1, 512, 448, 256, 4));
     assertEquals((long) Math.ceil((6.0 * 128 + 6.0 * 416) * 512 * 512 / 2), CostModel.deviceBytesPerRank(1, 512, 128, 416, 2));
     assertEquals((long) Math.ceil((4.0 * 512 + 6.0 * 512) * 512 * 512), CostModel.deviceBytesPerRank(1, 512, 512, 512, 1));
+    assertEquals((long) Math.ceil((4.0 * 128 + 6.0 * 384) * 512 * 512 / 2), CostModel.deviceBytesPerRank(1, 512, 128, 384, 2));
     CostModel m = new CostModel(DeviceRates.h200());
     CostModel.Estimate e = m.layer(1, 2048, 24, 32, 8); // D = 24: 8 does not divide it, H = 32 it does
     assertEquals(CostModel.reshardBytesPerRank(1, 2048, 32, 8), e.reshardBytesPerRank());

@@ -107,7 +107,8 @@ public final class FoldCpConf implements Serializable {
 
   public static final ConfKey<Long> CP_AUTO_MEMORY_PER_RANK = conf("spark.foldcp.cp.auto.memoryPerRank")
       .doc("Device memory one rank may use for a layer's buffers when spark.foldcp.cp = auto picks cp (the model counts"
-          + " (4 B N^2 D + 6 B N^2 H) / cp bytes: x, the output (D channels), a, b, z (H); 10 B N^2 D / cp at H = D); the default leaves an H200's 141 GB some room.")
+          + " (4 B N^2 D + 6 B N^2 H) / cp bytes: x, the output (D channels), a, b, z (H); 10 B N^2 D / cp at H = D;"
+          + " under CP 2 B N^2 D / cp more where D or H is above 384, stage 3's p); the default leaves an H200's 141 GB some room.")
       .bytesConf().atLeast("1m").createWithDefault("120g");
 
   public static final ConfKey<Double> CP_AUTO_TARGET_SECONDS = conf("spark.foldcp.cp.auto.targetSeconds")
