@@ -244,7 +244,7 @@ cudaError_t launch_proj_out_tile(const DevLayer& L, const void* x, const bf16_ra
     if (e != cudaSuccess) return e;
     return launch_split_g(L, x, pbuf, out, B, rows, cols, s);
   }
-  if (L.dim > kFusedOutMax || L.hidden > kFusedOutMax) return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
+  if (proj_out_past_fused(L.dim, L.hidden)) return wide_out(L, x, z, out, B, rows, cols, ldz, sz, s, false);
   if (proj_out_resident_takes(L.dim, L.hidden, z, ldz, sz)) {
     const cudaError_t e = launch_proj_out_resident(L, x, z, out, B, rows, cols, ldz, sz, s);
     if (e != cudaErrorNotSupported) return e;  // (z's map refused: the fused kernel loads it itself)
@@ -283,7 +283,7 @@ cudaError_t launch_proj_out(const DevLayer& L, const void* x, const bf16_raw* z,
 
 cudaError_t prepare_proj_out(int dim, int hidden) {
   if (proj_out_split(dim, hidden)) return prepare_split(dim, hidden);
-  if (dim > kFusedOutMax || hidden > kFusedOutMax) {
+  if (proj_out_past_fused(dim, hidden)) {
     DevLayer l{};
     l.dim = dim;
     l.hidden = hidden;

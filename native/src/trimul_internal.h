@@ -210,6 +210,8 @@ cudaError_t launch_tri_gemm(const DevLayer& L, const void* a_ws, const void* b_w
 // free after stage 2: a and b) where it fits, else stage 3 runs in slabs of rows of one complex at
 // a time, each slab's p in `spare`.
 constexpr bool proj_out_split(int dim, int hidden) { return dim > kWideOutMax || hidden > kWideOutMax; }
+// Stage 3 past the fused kernel: the wide kernel, or the split pair's two kernels.
+constexpr bool proj_out_past_fused(int dim, int hidden) { return dim > kFusedOutMax || hidden > kFusedOutMax; }
 inline size_t proj_out_pbuf_bytes(int dim, int64_t B, int64_t rows, int64_t cols) {
   return (size_t)B * (size_t)rows * (size_t)cols * (size_t)dim * 2;
 }
