@@ -208,6 +208,22 @@ __device__ __forceinline__ void load_x_ring(RingPos<XSLOTS>& xr, const CUtensorM
   }
 }
 
+// The x producer of the x-ring stage 3 kernels (the wide kernel, the split G kernel): every tile
+// of this CTA into the ring, each after before_tile(tt, j0), the L2 prefetches of what the tile's
+// consumers read from global memory. (Stage 1 clamps its boxes into x: its own loop.)
+template <int NKB, int XSLOTS, typename BeforeTile>
+__device__ __forceinline__ void produce_x_ring(const CUtensorMap* tmX, uint32_t s_x, const RingBars& bars,
+                                               int n_local, int tiles_k, int rows, BeforeTile&& before_tile) {
+  tma_prefetch_map(tmX);
+  RingPos<XSLOTS> xr;
+  for (int v = 0; v < n_local; ++v) {
+    const TokenTile tt = token_tile(v, tiles_k, rows);
+    const int j0 = tt.kt * proj::TOK;
+    before_tile(tt, j0);
+    load_x_ring<NKB, XSLOTS>(xr, tmX, s_x, bars, j0, tt.i, tt.b);
+  }
+}
+
 // The x tile of this CTA's v-th token tile into buffer v % NXBUF (NKB boxes of 64 channels x 128
 // tokens of the 4D map tmX at token `tok`, row `row`, batch `b`), as soon as the consumers have
 // released the tile that used the buffer before.

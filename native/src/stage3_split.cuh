@@ -207,17 +207,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     if (tid_wg == 0 && n_local > 0) {
       produce_weights<C::WKB, C::STAGES, kRows>(&tmW, s_w, rb, n_local, 0, C::NCH);
     } else if (tid_wg == 32 && n_local > 0) {
-      tma_prefetch_map(&tmX);
-      RingPos<C::NXBUF> xring;
-      for (int v = 0; v < n_local; ++v) {
-        const TokenTile tt = token_tile(v, tiles_k, rows);
-        const int j0 = tt.kt * TOK;
-        // the tile's p into L2 for the epilogues (contiguous: its tokens x D), paced by the x ring;
-        // the residual's x finds L2 after the TMA loads below
+      // each tile's p into L2 for the epilogues (contiguous: its tokens x D), paced by the x ring;
+      // the residual's x finds L2 after the ring's TMA loads
+      produce_x_ring<C::NKB, C::NXBUF>(&tmX, s_x, rb, n_local, tiles_k, rows, [&](const TokenTile& tt, int j0) {
         bulk_prefetch_l2(pbuf + (((int64_t)tt.b * rows + tt.i) * cols + j0) * D,
                          (uint32_t)(min(TOK, cols - j0) * D * 2));
-        load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, j0, tt.i, tt.b);
-      }
+      });
     }
     return;
   }

@@ -117,14 +117,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     if (tid_wg == 0 && n_local > 0) {
       produce_weights<C::WKB, C::STAGES, kWideRows>(&tmW, s_w, rb, n_local, 0, C::NCH);
     } else if (tid_wg == 32 && n_local > 0) {
-      tma_prefetch_map(&tmX);
-      RingPos<C::NXBUF> xring;
-      for (int v = 0; v < n_local; ++v) {
-        const TokenTile tt = token_tile(v, tiles_k, rows);
-        const int j0 = tt.kt * TOK;
+      produce_x_ring<C::NKB, C::NXBUF>(&tmX, s_x, rb, n_local, tiles_k, rows, [&](const TokenTile& tt, int j0) {
         prefetch_out_tile<D, H>(x, z, tt.b, tt.i, j0, rows, cols, ldz, sz, z_prefetch);
-        load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, j0, tt.i, tt.b);
-      }
+      });
     } else if (tid_wg == 64 && n_local > 0 && z_tma) {
       produce_z<C::NKB_H>(&tmZ, s_az, zb, n_local, tiles_k, rows, cols);
     }
