@@ -35,32 +35,55 @@ __device__ __forceinline__ void ld_shared_v4(uint32_t a, uint32_t (&v)[4]) {
                : "memory");
 }
 
-// f(z of token row, z of token row + 1) for each channel 32 uu + 8 q + e of the thread's places in
-// the A_z tile (token-major), in ln_out_staged's order (uu, then e).
+// The order in which a thread takes its token pair (tile rows row, row + 1; row even). The 8 lanes
+// of a quarter-warp phase of a 16-byte access hold rows base + 2 l (l < 8), whose row % 8 repeats
+// after 4 lanes: with every lane taking row first, two lanes of a phase hit the same swizzled
+// chunk of A_z (2-way bank conflicts, ncu). Lanes 4..7 (row & 8) take row + 1 first instead, so a
+// phase touches 8 rows that differ mod 8. "First" (r0) and "second" (r1) name the tokens in that
+// order; each token's arithmetic is the same whichever it is, so the results do not change.
+struct PairOrder {
+  int r0;       // the tile row of the first token (the second's is r0 ^ 1)
+  uint32_t lo;  // the __byte_perm selector that takes the first token's value from a bf16x2 word
+                // (row's token in the low half, row + 1's in the high) as fp32 bits
+  __device__ __forceinline__ explicit PairOrder(int row) {
+    const bool swap = (row & 8) != 0;
+    r0 = swap ? row + 1 : row;
+    lo = swap ? 0x3244u : 0x1044u;
+  }
+  __device__ __forceinline__ int r1() const { return r0 ^ 1; }
+  __device__ __forceinline__ float first(uint32_t w) const { return __uint_as_float(__byte_perm(w, 0u, lo)); }
+  __device__ __forceinline__ float second(uint32_t w) const {
+    return __uint_as_float(__byte_perm(w, 0u, lo ^ 0x2200u));
+  }
+};
+
+// f(z of the first token, z of the second) for each channel 32 uu + 8 q + e of the thread's places
+// in the A_z tile (token-major), in ln_out_staged's order (uu, then e).
 template <int H, typename F>
-__device__ __forceinline__ void each_staged_value(uint32_t s_az, int row, int q, F&& f) {
+__device__ __forceinline__ void each_staged_value(uint32_t s_az, const PairOrder& po, int q, F&& f) {
 #pragma unroll
   for (int uu = 0; uu < H / 32; ++uu) {
     uint32_t t0[4], t1[4];
-    ld_shared_v4(az_chunk(s_az, uu, row, q), t0);
-    ld_shared_v4(az_chunk(s_az, uu, row + 1, q), t1);
+    ld_shared_v4(az_chunk(s_az, uu, po.r0, q), t0);
+    ld_shared_v4(az_chunk(s_az, uu, po.r1(), q), t1);
 #pragma unroll
     for (int e = 0; e < 8; ++e)
       f((e & 1) ? bf16_hi(t0[e >> 1]) : bf16_lo(t0[e >> 1]), (e & 1) ? bf16_hi(t1[e >> 1]) : bf16_lo(t1[e >> 1]));
   }
 }
 
-// The rest of ln_out_staged once the raw z of the thread's token pair (row, row + 1; channels
-// 32 uu + 8 q .. + 7) is in its places of the A_z tile (token-major) and summed (sum0, sum1, not yet
-// reduced over the quarters): the variance and the normalization, from and into those places.
+// The rest of ln_out_staged once the raw z of the thread's token pair (channels 32 uu + 8 q .. + 7)
+// is in its places of the A_z tile (token-major) and summed (sum0 the first token's, sum1 the
+// second's, in po's order; not yet reduced over the quarters): the variance and the normalization,
+// from and into those places.
 template <int H>
 __device__ __forceinline__ void ln_out_staged_finish(float sum0, float sum1, const float* lnow, const float* lnob,
-                                                     float eps, uint32_t s_az, int row, int q) {
+                                                     float eps, uint32_t s_az, const PairOrder& po, int q) {
   constexpr int UU = H / 32;
   sum_quarters(sum0, sum1);
   const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
   float sq0 = 0.f, sq1 = 0.f;
-  each_staged_value<H>(s_az, row, q, [&](float z0, float z1) {
+  each_staged_value<H>(s_az, po, q, [&](float z0, float z1) {
     const float d0 = z0 - mean0, d1 = z1 - mean1;
     sq0 += d0 * d0;
     sq1 += d1 * d1;
@@ -70,7 +93,7 @@ __device__ __forceinline__ void ln_out_staged_finish(float sum0, float sum1, con
 #pragma unroll
   for (int uu = 0; uu < UU; ++uu) {
     const int c0 = 32 * uu + 8 * q;
-    const uint32_t a0 = az_chunk(s_az, uu, row, q), a1 = az_chunk(s_az, uu, row + 1, q);
+    const uint32_t a0 = az_chunk(s_az, uu, po.r0, q), a1 = az_chunk(s_az, uu, po.r1(), q);
     uint32_t t0[4], t1[4];
     ld_shared_v4(a0, t0);
     ld_shared_v4(a1, t1);
@@ -96,6 +119,7 @@ __device__ __forceinline__ void ln_out_staged(const bf16_raw* zp, long long sz, 
                                               const float* lnow, const float* lnob, float eps, uint32_t s_az,
                                               int row, int q) {
   constexpr int UU = H / 32, PU = 8;
+  const PairOrder po(row);
   const uint32_t keep = valid1 ? 0xffffffffu : valid0 ? 0x0000ffffu : 0u;
   float sum0 = 0.f, sum1 = 0.f;
 #pragma unroll
@@ -115,23 +139,25 @@ __device__ __forceinline__ void ln_out_staged(const bf16_raw* zp, long long sz, 
     for (int ul = 0; ul < PU; ++ul) {
       const int uu = p * PU + ul;
       if (uu >= UU) continue;
-      uint32_t t0[4], t1[4];  // tokens row, row + 1: channel pairs (2e, 2e + 1)
+      uint32_t t0[4], t1[4];  // the first and the second token: channel pairs (2e, 2e + 1)
 #pragma unroll
       for (int e = 0; e < 8; ++e) {
         v[ul][e] &= keep;
-        sum0 += bf16_lo(v[ul][e]);
-        sum1 += bf16_hi(v[ul][e]);
+        sum0 += po.first(v[ul][e]);
+        sum1 += po.second(v[ul][e]);
       }
+      // (the low halves of two words are row's token: 0x5410; the high halves row + 1's: 0x7632)
+      const uint32_t sel0 = po.r0 == row ? 0x5410u : 0x7632u, sel1 = sel0 ^ 0x2222u;
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        t0[e] = __byte_perm(v[ul][2 * e], v[ul][2 * e + 1], 0x5410);
-        t1[e] = __byte_perm(v[ul][2 * e], v[ul][2 * e + 1], 0x7632);
+        t0[e] = __byte_perm(v[ul][2 * e], v[ul][2 * e + 1], sel0);
+        t1[e] = __byte_perm(v[ul][2 * e], v[ul][2 * e + 1], sel1);
       }
-      st_shared_v4(az_chunk(s_az, uu, row, q), t0);
-      st_shared_v4(az_chunk(s_az, uu, row + 1, q), t1);
+      st_shared_v4(az_chunk(s_az, uu, po.r0, q), t0);
+      st_shared_v4(az_chunk(s_az, uu, po.r1(), q), t1);
     }
   }
-  ln_out_staged_finish<H>(sum0, sum1, lnow, lnob, eps, s_az, row, q);
+  ln_out_staged_finish<H>(sum0, sum1, lnow, lnob, eps, s_az, po, q);
 }
 // LN_out(z) -> this warpgroup's 64 rows of the A_z tile (its previous wgmmas must be complete).
 // Thread = (token pair 64 cw + 16 warp + 2 (lane % 8) + {0, 1}, quarter q = lane / 8) holds
@@ -201,21 +227,44 @@ template <int H>
 __device__ __forceinline__ void ln_out_load_smem(ZPair<H>& zr, uint32_t s_az, int cw, int warp, int lane) {
   const int t = 16 * warp + 2 * (lane & 7);  // the pair's first token of the warpgroup's 64
   const int q = lane >> 3;
-  const uint32_t base = s_az + (uint32_t)(cw * proj::WG_KB_BYTES) + (uint32_t)((2 * t) & 15);
+  // Load e of a 32-channel group reads channel 8 q + (e + 2 q) % 8, not 8 q + e: the four quarters
+  // then read rows 2 apart mod 8, which the 128B swizzle puts in four different chunk pairs of the
+  // 128-byte row, so a warp's load is one wavefront (in channel order: four, all quarters in the
+  // same chunks; ncu). The rotation is undone in registers below.
+  const uint32_t base = s_az + (uint32_t)(cw * proj::WG_KB_BYTES) + (uint32_t)((2 * t) & 15) + (uint32_t)(8 * q) * 128u;
 #pragma unroll
-  for (int uu = 0; uu < H / 32; ++uu)
+  for (int e = 0; e < 8; ++e) {
+    const int er = (e + 2 * q) & 7;
+    const uint32_t off = swz128(base, er, t >> 3);
 #pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      const int c = 32 * uu + 8 * q + e;  // compile-time but for q
-      const uint32_t a = swz128(base + (uint32_t)(c >> 6) * proj::KB_BYTES, c & 63, t >> 3);
+    for (int uu = 0; uu < H / 32; ++uu) {
+      const uint32_t a = off + (uint32_t)(uu >> 1) * proj::KB_BYTES + (uint32_t)(32 * (uu & 1)) * 128u;
       asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(zr.v[uu][e]) : "r"(a));
     }
+  }
+  // Back to channel order (v[uu][e] = channel 32 uu + 8 q + e, as ln_out_load leaves it): a rotation
+  // by 2 q places, done as one by 2 where q is odd and one by 4 where q & 2, one group at a time.
+  const bool r2 = (q & 1) != 0, r4 = (q & 2) != 0;
+#pragma unroll
+  for (int uu = 0; uu < H / 32; ++uu) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {  // by 4: swap e and e + 4
+      const uint32_t a = zr.v[uu][e], b = zr.v[uu][e + 4];
+      zr.v[uu][e] = r4 ? b : a;
+      zr.v[uu][e + 4] = r4 ? a : b;
+    }
+    uint32_t w[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) w[e] = r2 ? zr.v[uu][(e + 6) & 7] : zr.v[uu][e];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) zr.v[uu][e] = w[e];
+  }
   zr.keep = 0xffffffffu;
 }
 template <int H>
 __device__ __forceinline__ void ln_out_store(ZPair<H>& zr, const float* lnow, const float* lnob, float eps,
                                              uint32_t s_az, int cw, int warp, int lane) {
-  const int row = ln_out_row(cw, warp, lane);
+  const PairOrder po(ln_out_row(cw, warp, lane));
   const int q = lane >> 3;
   auto& v = zr.v;
 #pragma unroll
@@ -227,8 +276,8 @@ __device__ __forceinline__ void ln_out_store(ZPair<H>& zr, const float* lnow, co
   for (int uu = 0; uu < H / 32; ++uu)
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      sum0 += bf16_lo(v[uu][e]);
-      sum1 += bf16_hi(v[uu][e]);
+      sum0 += po.first(v[uu][e]);
+      sum1 += po.second(v[uu][e]);
     }
   sum_quarters(sum0, sum1);
   const float mean0 = sum0 * (1.0f / H), mean1 = sum1 * (1.0f / H);
@@ -237,7 +286,7 @@ __device__ __forceinline__ void ln_out_store(ZPair<H>& zr, const float* lnow, co
   for (int uu = 0; uu < H / 32; ++uu)
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
-      const float d0 = bf16_lo(v[uu][e]) - mean0, d1 = bf16_hi(v[uu][e]) - mean1;
+      const float d0 = po.first(v[uu][e]) - mean0, d1 = po.second(v[uu][e]) - mean1;
       sq0 += d0 * d0;
       sq1 += d1 * d1;
     }
@@ -255,14 +304,14 @@ __device__ __forceinline__ void ln_out_store(ZPair<H>& zr, const float* lnow, co
     uint32_t pk0[4], pk1[4];
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      pk0[e] = pack_bf16x2((bf16_lo(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
-                           (bf16_lo(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
-      pk1[e] = pack_bf16x2((bf16_hi(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
-                           (bf16_hi(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
+      pk0[e] = pack_bf16x2((po.first(v[uu][2 * e]) - mean0) * rstd0 * w[2 * e] + bb[2 * e],
+                           (po.first(v[uu][2 * e + 1]) - mean0) * rstd0 * w[2 * e + 1] + bb[2 * e + 1]);
+      pk1[e] = pack_bf16x2((po.second(v[uu][2 * e]) - mean1) * rstd1 * w[2 * e] + bb[2 * e],
+                           (po.second(v[uu][2 * e + 1]) - mean1) * rstd1 * w[2 * e + 1] + bb[2 * e + 1]);
     }
     // channels c0 .. c0 + 7 of both tokens
-    st_shared_v4(az_chunk(s_az, uu, row, q), pk0);
-    st_shared_v4(az_chunk(s_az, uu, row + 1, q), pk1);
+    st_shared_v4(az_chunk(s_az, uu, po.r0, q), pk0);
+    st_shared_v4(az_chunk(s_az, uu, po.r1(), q), pk1);
   }
 }
 template <int H>
@@ -307,13 +356,14 @@ __device__ __forceinline__ void ln_out_from_tma(const float* lnow, const float* 
       if (!half) stsm_x4(swz128(blk, 8 * (4 * (k & 1) + m) + r8, 2 * warp + (k >> 1)), v[k]);
   }
   bar_sync(proj::BAR_WG + cw, 128);  // the token-major rows are written before others read them
-  const int row = ln_out_row(cw, warp, lane), q = lane >> 3;
+  const PairOrder po(ln_out_row(cw, warp, lane));
+  const int q = lane >> 3;
   float sum0 = 0.f, sum1 = 0.f;
-  each_staged_value<H>(s_az, row, q, [&](float z0, float z1) {
+  each_staged_value<H>(s_az, po, q, [&](float z0, float z1) {
     sum0 += z0;
     sum1 += z1;
   });
-  ln_out_staged_finish<H>(sum0, sum1, lnow, lnob, eps, s_az, row, q);
+  ln_out_staged_finish<H>(sum0, sum1, lnow, lnob, eps, s_az, po, q);
 }
 
 // The mbarriers of z by TMA, per consumer warpgroup c: full(c), the producer's arrival plus its TMA
