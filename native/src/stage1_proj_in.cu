@@ -51,10 +51,11 @@ constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
 // stores are the same per group of 8 channels, two groups per chunk instead of four.
 constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
 
-// Where the x producer prefetches each tile's x into L2 before loading it into the ring: the
-// widths with a ring of a few k-block slots (D > 256), whose consumers otherwise wait in LN_in
-// for each k-block past the ring's depth to come from HBM.
-constexpr bool in_x_l2_ahead(int D) { return D > 256; }
+// Where the x producer prefetches each tile's x into L2 before loading it into the ring: with the
+// two-slot ring above D = 384, whose consumers otherwise wait in LN_in for each k-block past the
+// ring's depth to come from HBM. Not at 288-384 (three slots, the weight ring unchanged): there it
+// made stage 1 8 % slower (A/B on an H100, 384/256, 2026-12-07: more L2 traffic for nothing).
+constexpr bool in_x_l2_ahead(int D) { return D > 384; }
 // The weight ring's cap: as many slots as fit above D = 384 (the mbarrier array holds 14 beside
 // two x slots), a chunk plus two k-blocks (or MAX_STAGES) below.
 constexpr int in_w_cap(int D) { return D > 384 ? (proj::STATIC_SMEM / 8 - 2 * in_x_slots(D)) / 2 : proj::MAX_STAGES; }
