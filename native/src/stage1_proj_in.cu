@@ -25,9 +25,13 @@ namespace foldcp {
 // The x ring's k-block slots (16 KiB each). Up to D = 256 as many as the whole-tile buffers of
 // before held (4, 3, 2 or 1 tiles by tile size: enough to cover the HBM latency when tiles are
 // short); above, 3 slots, so that a chunk plus one k-block of weights still fits (a tile of x no
-// longer needs to: the consumers take it k-block by k-block).
+// longer needs to: the consumers take it k-block by k-block); above D = 384, 2: the x producer
+// prefetches a tile's x into L2 a tile ahead (in_x_l2_ahead), so the ring only covers L2's
+// latency, and the 16 KiB go to the weight ring, which at D = 512 was too shallow for L2
+// (the eleventh session's profile: 22 % of the samples on the turn barrier, 10-15 % on wfull).
 constexpr int in_x_slots(int D) {
-  return D > 256                                ? 3
+  return D > 384                                ? 2
+         : D > 256                              ? 3
          : proj::x_tile_bytes(D) <= 16384 ? 4 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 32768 ? 3 * ((D + 63) / 64)
          : proj::x_tile_bytes(D) <= 49152 ? 2 * ((D + 63) / 64)
@@ -47,6 +51,14 @@ constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
 // stores are the same per group of 8 channels, two groups per chunk instead of four.
 constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
 
+// Where the x producer prefetches each tile's x into L2 before loading it into the ring: with the
+// two-slot ring above D = 384, whose consumers otherwise wait in LN_in for each k-block past the
+// ring's depth to come from HBM. Not at 288-384 (three slots, the weight ring unchanged): there it
+// made stage 1 8 % slower (A/B on an H100, 384/256, 2026-12-07: more L2 traffic for nothing).
+constexpr bool in_x_l2_ahead(int D) { return D > 384; }
+// The weight ring's cap: as many slots as fit above D = 384 (the mbarrier array holds 14 beside
+// two x slots), a chunk plus two k-blocks (or MAX_STAGES) below.
+constexpr int in_w_cap(int D) { return D > 384 ? (proj::STATIC_SMEM / 8 - 2 * in_x_slots(D)) / 2 : proj::MAX_STAGES; }
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
 // buffer of 64 channel rows (32 a, 32 b; rows 0..15 and 32..47 with 16-channel chunks) x 64
 // tokens, then the LN weight and bias (D each) and
@@ -55,7 +67,7 @@ template <int D>
 struct InCfg : ProjCfg<D, in_x_slots(D),
                        proj::tail_bytes(D, in_reg_width(D)) + proj::CONSUMERS * 64 * 128 +
                            (2 * D + 4 * kMaxWidth) * 4,
-                       D, proj::KB_BYTES, 4 * in_chunk_channels(D)> {
+                       D, proj::KB_BYTES, 4 * in_chunk_channels(D), in_w_cap(D)> {
   static constexpr int KR = in_reg_width(D);               // channels of LN_in(x) in registers
   static constexpr int TAIL = proj::tail_bytes(D, KR);     // the rest, in shared memory
   static constexpr int OUTS = proj::CONSUMERS * 64 * 128;  // the transposing buffers
@@ -63,6 +75,7 @@ struct InCfg : ProjCfg<D, in_x_slots(D),
   static constexpr int WROWS = 4 * CH;                     // W1 rows per chunk
   static constexpr int ACC = WROWS / 2;                    // accumulator registers (m64 x WROWS / 128 threads)
   static constexpr int GROUPS = CH / 8;                    // groups of 8 channels per chunk
+  static constexpr bool X_L2_AHEAD = in_x_l2_ahead(D);     // each tile's x into L2 before the ring
 };
 
 // The resident form (proj_in_wgmma_kernel<D, false, true>), for D <= 128 with H <= kResInMaxH and
@@ -189,7 +202,12 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
       RingPos<C::NXBUF> xring;
       for (int v = 0; v < n_local; ++v) {
         const TokenTile tt = token_tile(v, tiles_k, out_rows);
-        load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, min(tt.kt * TOK, xc - 1), min(tt.i, xr - 1), tt.b);
+        const int tok = min(tt.kt * TOK, xc - 1), row = min(tt.i, xr - 1);
+        // This loop reaches tile v when tile v - 1's last k-blocks have entered the ring, about a
+        // tile before tile v's LayerNorm reads its k-blocks past the ring's first slots.
+        if constexpr (C::X_L2_AHEAD)
+          for (int kb = C::NXBUF; kb < C::NKB; ++kb) tma_prefetch_4d(&tmX, kb * 64, tok, row, tt.b);
+        load_x_ring<C::NKB, C::NXBUF>(xring, &tmX, s_x, rb, tok, row, tt.b);
       }
     }
     return;
