@@ -47,8 +47,9 @@ constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
 // an m64n128 accumulator of 64 registers) up to D = 384. Above, a tail of up to 256 channels
 // (64 KiB) and a weight ring of a 128-row chunk plus one k-block (9 slots of 16 KiB) do not fit
 // beside the x ring; chunks of 16 channels (64 rows, slots of 8 KiB, m64n64, 32 accumulator
-// registers) do, with a ring of a chunk plus four (in_w_cap). The gates, the transposing buffer and the
-// stores are the same per group of 8 channels, two groups per chunk instead of four.
+// registers) do, with a ring of a chunk plus four to seven k-blocks (in_w_cap). The gates, the
+// transposing buffer and the stores are the same per group of 8 channels, two groups per chunk
+// instead of four.
 constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
 
 // Where the x producer prefetches each tile's x into L2 before loading it into the ring: with the
