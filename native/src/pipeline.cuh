@@ -60,6 +60,10 @@ constexpr int PRODUCER_REGS = wgcta::PRODUCER_REGS, CONSUMER_REGS = wgcta::CONSU
 // warpgroup c may issue its next chunk": BAR_TURN + c.
 constexpr int BAR_WG = 1, BAR_TURN = 3;
 constexpr int MAX_STAGES = 8;
+// The weight slots whose mbarriers (a full and an empty each) the static array holds beside
+// `pairs` other full / empty pairs (x slots, z's per-warpgroup barriers): the cap on a ring's depth
+// wherever shared memory would allow more.
+constexpr int stages_beside(int pairs) { return STATIC_SMEM / 16 - pairs; }
 
 // Bytes of one x tile: 128 tokens x D bf16 as ceil(D / 64) k-blocks.
 constexpr int x_tile_bytes(int D) { return (D + 63) / 64 * KB_BYTES; }

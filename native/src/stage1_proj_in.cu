@@ -59,7 +59,7 @@ constexpr int in_chunk_channels(int D) { return D > 384 ? 16 : 32; }
 constexpr bool in_x_l2_ahead(int D) { return D > 384; }
 // The weight ring's cap: as many slots as fit above D = 384 (the mbarrier array holds 14 beside
 // two x slots), a chunk plus two k-blocks (or MAX_STAGES) below.
-constexpr int in_w_cap(int D) { return D > 384 ? (proj::STATIC_SMEM / 8 - 2 * in_x_slots(D)) / 2 : proj::MAX_STAGES; }
+constexpr int in_w_cap(int D) { return D > 384 ? proj::stages_beside(in_x_slots(D)) : proj::MAX_STAGES; }
 // Besides the x ring and the weight ring: the tail (above D = 256), per warpgroup a transposing
 // buffer of 64 channel rows (32 a, 32 b; rows 0..15 and 32..47 with 16-channel chunks) x 64
 // tokens, then the LN weight and bias (D each) and

@@ -37,7 +37,7 @@ constexpr int kRows = 64;  // weight rows per chunk = output channels per chunk 
 // kMaxWidth: D is a runtime value here). Weight slots: as many as fit, up to what the mbarrier
 // array holds beside z's (2 per consumer warpgroup).
 constexpr int p_extra(int H) { return proj::x_tile_bytes(H) + (2 * H + kMaxWidth) * 4; }
-constexpr int p_max_stages() { return proj::STATIC_SMEM / 16 - proj::CONSUMERS; }
+constexpr int p_max_stages() { return proj::stages_beside(proj::CONSUMERS); }
 template <int H>
 struct PCfg : ProjCfg<H, 0, p_extra(H), H, proj::KB_BYTES, kRows, p_max_stages()> {
   static constexpr int AZBYTES = proj::x_tile_bytes(H);
@@ -160,7 +160,7 @@ constexpr int g_reg_width(int D) { return D > 256 ? 256 : D; }
 constexpr int g_x_slots(int D) { return D > 256 ? 3 : 2 * ((D + 63) / 64); }
 // Besides the x ring and the weight ring: the tail, LN_in w, b and b_g / 2 (D each).
 constexpr int g_extra(int D) { return proj::tail_bytes(D, g_reg_width(D)) + 3 * D * 4; }
-constexpr int g_max_stages(int D) { return proj::STATIC_SMEM / 16 - g_x_slots(D); }
+constexpr int g_max_stages(int D) { return proj::stages_beside(g_x_slots(D)); }
 template <int D>
 struct GCfg : ProjCfg<D, g_x_slots(D), g_extra(D), D, proj::KB_BYTES, kRows, g_max_stages(D)> {
   static constexpr int KR = g_reg_width(D);          // channels of LN_in(x) in registers

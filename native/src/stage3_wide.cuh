@@ -65,7 +65,7 @@ constexpr int wide_extra(int D, int H) { return wide_extra_base(D, H) + 2 * D * 
 // pairs in STATIC_SMEM). A chunk is short here (32 output channels: 64 rows of 8 KiB per k-block), so the
 // ring's k-blocks beyond the chunk being read are all the producer can load ahead of the next
 // chunk, against the latency of each L2 -> shared-memory TMA.
-constexpr int wide_max_stages(int D, int H) { return proj::STATIC_SMEM / 16 - wide_x_slots(D, H) - proj::CONSUMERS; }
+constexpr int wide_max_stages(int D, int H) { return proj::stages_beside(wide_x_slots(D, H) + proj::CONSUMERS); }
 template <int D, int H>
 struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, kWideRows,
                             wide_max_stages(D, H)> {
