@@ -391,16 +391,22 @@ def main():
                                  status[name]])
             table.append((direction, B, N, D, H, med, status))
             if "ours" in arms:
-                # where ours (and the A/B baseline) spends its time: the median of three profiled
+                # where ours (and the A/B baseline) spends its time: the median of profiled
                 # forwards after the timed ones (events between the stages: the sum is a little
-                # above the median)
+                # above the median). With a baseline the two arms' forwards alternate, each going
+                # first in turn: run back to back (ours' three, then the baseline's), the stage
+                # lines read ours 1-3 % slower even in kernels both arms share (2026-12-07 A/Bs).
                 staged = [("", ours, h)]
                 if "ours_baseline" in arms:
                     staged.append((" baseline", baseline, hb))
-                for arm_tag, lib, handle in staged:
-                    runs = [lib.stage_ms(handle, x, mu8, out, ws) for _ in range(3)]
-                    if all(r is not None for r in runs):
-                        st = [statistics.median(r[k] for r in runs) for k in range(3)]
+                reps = 5 if len(staged) > 1 else 3
+                runs = {tag: [] for tag, _, _ in staged}
+                for rep in range(reps):
+                    for arm_tag, lib, handle in (staged if rep % 2 == 0 else staged[::-1]):
+                        runs[arm_tag].append(lib.stage_ms(handle, x, mu8, out, ws))
+                for arm_tag, _, _ in staged:
+                    if all(r is not None for r in runs[arm_tag]):
+                        st = [statistics.median(r[k] for r in runs[arm_tag]) for k in range(3)]
                         print(f"  stages {direction} {shape}{arm_tag}: stage 1 {st[0]:.2f} ms, stage 2 {st[1]:.2f} ms, "
                               f"stage 3 {st[2]:.2f} ms", flush=True)
             fl = flops(B, N, D, H)
