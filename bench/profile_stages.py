@@ -103,17 +103,66 @@ def summarize(path):
     return 0
 
 
+def source_summary(path, top=30):
+    """ncu --page source --csv output (one table per kernel; each a header row with a "Source" column,
+    then one row per SASS or CUDA line): per table, the lines with the most warp samples, their share
+    of the table's samples and their three largest stall columns. The column names are taken from
+    the header (they differ between ncu releases and source views), so that a format this script
+    has not seen still summarizes."""
+    rows = list(csv.reader(open(path, newline="")))
+    tables, cur, title = [], None, ""
+    for r in rows:
+        cells = [c.strip() for c in r]
+        if "Source" in cells:
+            cur = {"title": title, "head": cells, "rows": []}
+            tables.append(cur)
+        elif cur is not None and len(cells) == len(cur["head"]):
+            cur["rows"].append(cells)
+        elif any(cells):
+            title = " ".join(c for c in cells if c)[:160]  # a kernel's or a file's name line, if any
+    if not tables:
+        print(f"no source table in {path} (was SourceCounters collected?)")
+        return 1
+    for t in tables:
+        head = t["head"]
+        src = head.index("Source")
+        samp = next((i for i, n in enumerate(head) if re.search(r"Warp Stall Sampling \(All", n)), None)
+        if samp is None:
+            samp = next((i for i, n in enumerate(head) if re.search(r"(?i)sampl", n)), None)
+        if samp is None:
+            print(f"== {t['title']}: no warp-sample column among {head[:12]}")
+            continue
+        label = next((i for i, n in enumerate(head) if n in ("#", "Line", "# Address", "Address")), 0)
+        stall_cols = [i for i, n in enumerate(head)
+                      if i != samp and re.search(r"(?i)stall", n) and not re.search(r"(?i)all samples|not-issued", n)]
+        total = sum(num(r[samp]) for r in t["rows"] if num(r[samp]) == num(r[samp])) or 1.0
+        print(f"== {t['title']}  ({len(t['rows'])} lines, {total:.0f} samples)")
+        ranked = sorted(t["rows"], key=lambda r: -(num(r[samp]) if num(r[samp]) == num(r[samp]) else 0))
+        for r in ranked[:top]:
+            v = num(r[samp])
+            if not v or v != v:
+                break
+            reasons = sorted(((num(r[i]), head[i]) for i in stall_cols if num(r[i]) == num(r[i]) and num(r[i]) > 0),
+                             reverse=True)[:3]
+            why = ", ".join(f"{re.sub(r'(?i).*stall(ed)?[_ ]*', '', n)[:24]} {x:.0f}" for x, n in reasons)
+            print(f"  {r[label][:10]:>10} {100 * v / total:5.1f}%  {r[src][:90]:90s} [{why}]")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--summarize", help="ncu --csv --page raw output to summarize")
     ap.add_argument("--sections", action="store_true", help="print the ncu --section arguments")
+    ap.add_argument("--source-summary", help="ncu --csv --page source output to summarize by line")
     args = ap.parse_args()
     if args.sections:
         print(" ".join([f"--section {x}" for x in SECTIONS] + ["--metrics", ",".join(EXTRA_METRICS)]))
         return 0
     if args.summarize:
         return summarize(args.summarize)
-    ap.error("give --sections or --summarize CSV")
+    if args.source_summary:
+        return source_summary(args.source_summary)
+    ap.error("give --sections, --summarize CSV or --source-summary CSV")
 
 
 if __name__ == "__main__":
