@@ -104,48 +104,56 @@ def summarize(path):
 
 
 def source_summary(path, top=30):
-    """ncu --page source --csv output (one table per kernel; each a header row with a "Source" column,
-    then one row per SASS or CUDA line): per table, the lines with the most warp samples, their share
-    of the table's samples and their three largest stall columns. The column names are taken from
-    the header (they differ between ncu releases and source views), so that a format this script
-    has not seen still summarizes."""
+    """ncu --page source --print-source cuda,sass --csv output, one table per (source file, kernel):
+    a "File Path" row, a "Function Name" row, a header ("Line No", "Source", "Address", "Source",
+    metrics...), then each CUDA line with its samples summed (where the build has -lineinfo) followed
+    by its SASS lines. Per kernel, its CUDA lines (file:line) with the most warp samples, their share
+    of the kernel's samples and their three largest stall reasons; without line tables, its SASS
+    lines. Column names are read from the header (they differ between ncu releases)."""
     rows = list(csv.reader(open(path, newline="")))
-    tables, cur, title = [], None, ""
+    kernels = {}  # kernel -> list of (samples, where, text, {reason: samples})
+    totals = {}
+    fpath = fname = ""
+    head = None
     for r in rows:
         cells = [c.strip() for c in r]
-        if "Source" in cells:
-            cur = {"title": title, "head": cells, "rows": []}
-            tables.append(cur)
-        elif cur is not None and len(cells) == len(cur["head"]):
-            cur["rows"].append(cells)
-        elif any(cells):
-            title = " ".join(c for c in cells if c)[:160]  # a kernel's or a file's name line, if any
-    if not tables:
+        if len(cells) >= 2 and cells[0] == "File Path":
+            fpath, head = cells[1], None
+            continue
+        if len(cells) >= 2 and cells[0] == "Function Name":
+            fname, head = cells[1], None
+            continue
+        if "Source" in cells and any("Warp Stall Sampling (All" in c for c in cells):
+            head = cells
+            samp = next(i for i, n in enumerate(cells) if "Warp Stall Sampling (All" in n)
+            srcs = [i for i, n in enumerate(cells) if n == "Source"]
+            line_i = cells.index("Line No") if "Line No" in cells else None
+            addr_i = cells.index("Address") if "Address" in cells else None
+            stall_i = [(i, n[len("stall_"):]) for i, n in enumerate(cells) if n.startswith("stall_")]
+            continue
+        if head is None or len(cells) != len(head):
+            continue
+        v = num(cells[samp])
+        if v != v:
+            continue
+        is_line = line_i is not None and cells[line_i].isdigit()
+        k = kernels.setdefault(fname, {"lines": [], "sass": []})
+        reasons = {n: num(cells[i]) for i, n in stall_i if num(cells[i]) == num(cells[i]) and num(cells[i]) > 0}
+        if is_line:
+            k["lines"].append((v, f"{fpath.rsplit('/', 1)[-1]}:{cells[line_i]}", cells[srcs[0]], reasons))
+        elif addr_i is not None and cells[addr_i] not in ("", "-", "..."):
+            k["sass"].append((v, cells[addr_i][-6:], cells[srcs[-1]], reasons))
+    if not kernels:
         print(f"no source table in {path} (was SourceCounters collected?)")
         return 1
-    for t in tables:
-        head = t["head"]
-        src = head.index("Source")
-        samp = next((i for i, n in enumerate(head) if re.search(r"Warp Stall Sampling \(All", n)), None)
-        if samp is None:
-            samp = next((i for i, n in enumerate(head) if re.search(r"(?i)sampl", n)), None)
-        if samp is None:
-            print(f"== {t['title']}: no warp-sample column among {head[:12]}")
-            continue
-        label = next((i for i, n in enumerate(head) if n in ("#", "Line", "# Address", "Address")), 0)
-        stall_cols = [i for i, n in enumerate(head)
-                      if i != samp and re.search(r"(?i)stall", n) and not re.search(r"(?i)all samples|not-issued", n)]
-        total = sum(num(r[samp]) for r in t["rows"] if num(r[samp]) == num(r[samp])) or 1.0
-        print(f"== {t['title']}  ({len(t['rows'])} lines, {total:.0f} samples)")
-        ranked = sorted(t["rows"], key=lambda r: -(num(r[samp]) if num(r[samp]) == num(r[samp]) else 0))
-        for r in ranked[:top]:
-            v = num(r[samp])
-            if not v or v != v:
-                break
-            reasons = sorted(((num(r[i]), head[i]) for i in stall_cols if num(r[i]) == num(r[i]) and num(r[i]) > 0),
-                             reverse=True)[:3]
-            why = ", ".join(f"{re.sub(r'(?i).*stall(ed)?[_ ]*', '', n)[:24]} {x:.0f}" for x, n in reasons)
-            print(f"  {r[label][:10]:>10} {100 * v / total:5.1f}%  {r[src][:90]:90s} [{why}]")
+    for name, k in kernels.items():
+        items = k["lines"] or k["sass"]
+        total = sum(x[0] for x in items) or 1.0
+        view = "CUDA lines" if k["lines"] else "SASS lines (no line tables: build with -lineinfo)"
+        print(f"== {kernel_label(name)}  {total:.0f} warp samples, by {view}")
+        for v, where, text, reasons in sorted(items, key=lambda x: -x[0])[:top]:
+            why = ", ".join(f"{n} {x:.0f}" for x, n in sorted(((x, n) for n, x in reasons.items()), reverse=True)[:3])
+            print(f"  {100 * v / total:5.1f}%  {where:28s} {text[:80]:80s} [{why}]")
     return 0
 
 
