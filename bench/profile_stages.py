@@ -157,11 +157,79 @@ def source_summary(path, top=30):
     return 0
 
 
+def source_sites(path, kernel, top=25):
+    """The SASS instructions of one kernel (its name contains `kernel`) with the most warp samples,
+    each with the CUDA lines of the code around it: an inlined helper (an mbarrier wait, say) is one
+    CUDA line for all its call sites, but each call site is its own instruction, and the caller's
+    lines just before and after it tell which wait it is. From the same cuda,sass source page."""
+    rows = list(csv.reader(open(path, newline="")))
+    fpath = fname = ""
+    head = None
+    where = None
+    ins = {}  # address -> [samples, innermost CUDA line, SASS text, top reasons]
+    for r in rows:
+        c = [x.strip() for x in r]
+        if len(c) >= 2 and c[0] in ("File Path", "Function Name"):
+            if c[0] == "File Path":
+                fpath = c[1]
+            else:
+                fname = c[1]
+            head = None
+            continue
+        if "Source" in c and any("Warp Stall Sampling (All" in x for x in c) and "Line No" in c and "Address" in c:
+            head = c
+            samp = next(i for i, n in enumerate(c) if "Warp Stall Sampling (All" in n)
+            sass = [i for i, n in enumerate(c) if n == "Source"][-1]
+            li, ai = c.index("Line No"), c.index("Address")
+            stall = [(i, n[len("stall_"):]) for i, n in enumerate(c) if n.startswith("stall_") and "Not Issued" not in n]
+            continue
+        if head is None or len(c) != len(head) or kernel not in fname:
+            continue
+        if c[li].isdigit():
+            where = f"{fpath.rsplit('/', 1)[-1]}:{c[li]}"
+            continue
+        try:
+            a = int(c[ai], 16)
+        except ValueError:
+            continue
+        v = num(c[samp])
+        reasons = sorted(((num(c[i]), n) for i, n in stall if num(c[i]) == num(c[i]) and num(c[i]) > 0), reverse=True)
+        # (an instruction inlined from several levels is listed under each: keep the innermost)
+        if a not in ins or where.split(":")[0] in ("wgmma_common.cuh", "common.cuh"):
+            ins[a] = [0.0 if v != v else v, where, c[sass], reasons[:2]]
+    if not ins:
+        print(f"no SASS lines of a kernel named like {kernel!r} in {path}")
+        return 1
+    order = sorted(ins)
+    total = sum(x[0] for x in ins.values()) or 1.0
+    helpers = ("wgmma_common.cuh", "common.cuh", "sm_30_intrinsics.hpp", "cuda_bf16.hpp")
+
+    def around(k, step):
+        seen, j = [], k + step
+        while 0 <= j < len(order) and len(seen) < 3:
+            w = ins[order[j]][1]
+            if w.split(":")[0] not in helpers and (not seen or seen[-1] != w):
+                seen.append(w)
+            j += step
+        return ", ".join(seen)
+
+    print(f"== {kernel}: {len(order)} SASS instructions, {total:.0f} warp samples")
+    ranked = sorted(range(len(order)), key=lambda k: -ins[order[k]][0])[:top]
+    for k in sorted(ranked):
+        v, w, text, reasons = ins[order[k]]
+        why = ", ".join(f"{n} {x:.0f}" for x, n in reasons)
+        print(f"  {100 * v / total:5.1f}%  +{order[k] - order[0]:05x}  {w:26s} {text[:44]:44s} [{why}]")
+        print(f"          after {around(k, -1)}  |  before {around(k, 1)}")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--summarize", help="ncu --csv --page raw output to summarize")
     ap.add_argument("--sections", action="store_true", help="print the ncu --section arguments")
     ap.add_argument("--source-summary", help="ncu --csv --page source output to summarize by line")
+    ap.add_argument("--source-sites", nargs=2, metavar=("CSV", "KERNEL"),
+                    help="the same output: one kernel's busiest SASS instructions with the code around them")
     args = ap.parse_args()
     if args.sections:
         print(" ".join([f"--section {x}" for x in SECTIONS] + ["--metrics", ",".join(EXTRA_METRICS)]))
@@ -170,7 +238,9 @@ def main():
         return summarize(args.summarize)
     if args.source_summary:
         return source_summary(args.source_summary)
-    ap.error("give --sections, --summarize CSV or --source-summary CSV")
+    if args.source_sites:
+        return source_sites(*args.source_sites)
+    ap.error("give --sections, --summarize CSV, --source-summary CSV or --source-sites CSV KERNEL")
 
 
 if __name__ == "__main__":
