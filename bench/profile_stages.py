@@ -11,6 +11,9 @@ outgoing forward's three stage kernels (the first two are the bench's warm-up):
 (A forward in channel groups launches stages 1 and 2 once per group: the skip and count then
 miss the third forward; the profiled shapes run ungrouped. Where stage 3 is two kernels, D above
 384, a forward is four launches: gpu-run skips 8 and profiles 4.)
+`--source-summary` and `--source-sites` read the source page that `gpu-run --profile-source` exports
+(`ncu --import rep --csv --page source --print-source cuda,sass`): a kernel's CUDA lines by warp
+samples, and its busiest SASS instructions with the caller's lines around them.
 `--summarize` turns ncu's raw CSV into one line per kernel: duration, SM and DRAM throughput, tensor
 pipe and issue-slot use, and the top warp stall reasons (the numbers that tell an issue-bound
 epilogue from a memory-bound or latency-bound one). (A torch-driven forward under ncu ended with
@@ -109,10 +112,11 @@ def source_summary(path, top=30):
     metrics...), then each CUDA line with its samples summed (where the build has -lineinfo) followed
     by its SASS lines. Per kernel, its CUDA lines (file:line) with the most warp samples, their share
     of the kernel's samples and their three largest stall reasons; without line tables, its SASS
-    lines. Column names are read from the header (they differ between ncu releases)."""
+    lines. Column names are read from the header (they differ between ncu releases). An inlined
+    instruction can be listed under its helper's line and under the caller's line too, so shares are
+    of the summed rows, a little over the kernel's samples (--source-sites counts each once)."""
     rows = list(csv.reader(open(path, newline="")))
-    kernels = {}  # kernel -> list of (samples, where, text, {reason: samples})
-    totals = {}
+    kernels = {}  # kernel -> {"lines"|"sass": [(samples, where, text, {reason: samples})]}
     fpath = fname = ""
     head = None
     for r in rows:
@@ -129,7 +133,8 @@ def source_summary(path, top=30):
             srcs = [i for i, n in enumerate(cells) if n == "Source"]
             line_i = cells.index("Line No") if "Line No" in cells else None
             addr_i = cells.index("Address") if "Address" in cells else None
-            stall_i = [(i, n[len("stall_"):]) for i, n in enumerate(cells) if n.startswith("stall_")]
+            stall_i = [(i, n[len("stall_"):]) for i, n in enumerate(cells)
+                       if n.startswith("stall_") and "Not Issued" not in n]
             continue
         if head is None or len(cells) != len(head):
             continue
@@ -188,6 +193,7 @@ def source_sites(path, kernel, top=25):
         if c[li].isdigit():
             where = f"{fpath.rsplit('/', 1)[-1]}:{c[li]}"
             continue
+        where = where or "?:0"  # (SASS before any CUDA line: a build without line tables)
         try:
             a = int(c[ai], 16)
         except ValueError:
