@@ -106,48 +106,55 @@ def summarize(path):
     return 0
 
 
-def source_summary(path, top=30):
-    """ncu --page source --print-source cuda,sass --csv output, one table per (source file, kernel):
-    a "File Path" row, a "Function Name" row, a header ("Line No", "Source", "Address", "Source",
-    metrics...), then each CUDA line with its samples summed (where the build has -lineinfo) followed
-    by its SASS lines. Per kernel, its CUDA lines (file:line) with the most warp samples, their share
-    of the kernel's samples and their three largest stall reasons; without line tables, its SASS
-    lines. Column names are read from the header (they differ between ncu releases). An inlined
-    instruction can be listed under its helper's line and under the caller's line too, so shares are
-    of the summed rows, a little over the kernel's samples (--source-sites counts each once)."""
-    rows = list(csv.reader(open(path, newline="")))
-    kernels = {}  # kernel -> {"lines"|"sass": [(samples, where, text, {reason: samples})]}
+def source_rows(path):
+    """The rows of ncu --page source --print-source cuda,sass --csv output, one table per (source
+    file, kernel): a "File Path" row, a "Function Name" row, a header ("Line No", "Source",
+    "Address", "Source", metrics...), then each CUDA line with its samples summed (where the build
+    has -lineinfo) followed by its SASS lines. Yields per data row a dict: kernel, where (file:line of
+    a CUDA line row, else None), addr (the SASS address text), cuda and sass (the two Source
+    columns), samples (NaN where absent) and reasons ((samples, stall reason) pairs, largest first,
+    without the Not-issued twins). Column names are read from the header (they differ between ncu
+    releases)."""
     fpath = fname = ""
     head = None
-    for r in rows:
-        cells = [c.strip() for c in r]
-        if len(cells) >= 2 and cells[0] == "File Path":
-            fpath, head = cells[1], None
-            continue
-        if len(cells) >= 2 and cells[0] == "Function Name":
-            fname, head = cells[1], None
-            continue
-        if "Source" in cells and any("Warp Stall Sampling (All" in c for c in cells):
-            head = cells
-            samp = next(i for i, n in enumerate(cells) if "Warp Stall Sampling (All" in n)
-            srcs = [i for i, n in enumerate(cells) if n == "Source"]
-            line_i = cells.index("Line No") if "Line No" in cells else None
-            addr_i = cells.index("Address") if "Address" in cells else None
-            stall_i = [(i, n[len("stall_"):]) for i, n in enumerate(cells)
-                       if n.startswith("stall_") and "Not Issued" not in n]
-            continue
-        if head is None or len(cells) != len(head):
-            continue
-        v = num(cells[samp])
+    for r in csv.reader(open(path, newline="")):
+        c = [x.strip() for x in r]
+        if len(c) >= 2 and c[0] == "File Path":
+            fpath, head = c[1], None
+        elif len(c) >= 2 and c[0] == "Function Name":
+            fname, head = c[1], None
+        elif "Source" in c and any("Warp Stall Sampling (All" in x for x in c):
+            head = c
+            samp = next(i for i, n in enumerate(c) if "Warp Stall Sampling (All" in n)
+            srcs = [i for i, n in enumerate(c) if n == "Source"]
+            li = c.index("Line No") if "Line No" in c else None
+            ai = c.index("Address") if "Address" in c else None
+            stall = [(i, n[len("stall_"):]) for i, n in enumerate(c) if n.startswith("stall_") and "Not Issued" not in n]
+        elif head is not None and len(c) == len(head):
+            line = li is not None and c[li].isdigit()
+            yield {"kernel": fname, "where": f"{fpath.rsplit('/', 1)[-1]}:{c[li]}" if line else None,
+                   "addr": c[ai] if ai is not None else "", "cuda": c[srcs[0]], "sass": c[srcs[-1]],
+                   "samples": num(c[samp]),
+                   "reasons": sorted(((num(c[i]), n) for i, n in stall if num(c[i]) == num(c[i]) and num(c[i]) > 0),
+                                     reverse=True)}
+
+
+def source_summary(path, top=30):
+    """Per kernel of a source page (source_rows), its CUDA lines (file:line) with the most warp
+    samples, their share of the kernel's samples and their three largest stall reasons; without
+    line tables, its SASS lines. An inlined instruction can be listed under its helper's line and
+    under the caller's line too, so shares are of the summed rows, a little over the kernel's
+    samples (--source-sites counts each once)."""
+    kernels = {}  # kernel -> {"lines"|"sass": [(samples, where, text, reasons)]}
+    for row in source_rows(path):
+        v = row["samples"]
         if v != v:
             continue
-        is_line = line_i is not None and cells[line_i].isdigit()
-        k = kernels.setdefault(fname, {"lines": [], "sass": []})
-        reasons = {n: num(cells[i]) for i, n in stall_i if num(cells[i]) == num(cells[i]) and num(cells[i]) > 0}
-        if is_line:
-            k["lines"].append((v, f"{fpath.rsplit('/', 1)[-1]}:{cells[line_i]}", cells[srcs[0]], reasons))
-        elif addr_i is not None and cells[addr_i] not in ("", "-", "..."):
-            k["sass"].append((v, cells[addr_i][-6:], cells[srcs[-1]], reasons))
+        k = kernels.setdefault(row["kernel"], {"lines": [], "sass": []})
+        if row["where"]:
+            k["lines"].append((v, row["where"], row["cuda"], row["reasons"]))
+        elif row["addr"] not in ("", "-", "..."):
+            k["sass"].append((v, row["addr"][-6:], row["sass"], row["reasons"]))
     if not kernels:
         print(f"no source table in {path} (was SourceCounters collected?)")
         return 1
@@ -157,7 +164,7 @@ def source_summary(path, top=30):
         view = "CUDA lines" if k["lines"] else "SASS lines (no line tables: build with -lineinfo)"
         print(f"== {kernel_label(name)}  {total:.0f} warp samples, by {view}")
         for v, where, text, reasons in sorted(items, key=lambda x: -x[0])[:top]:
-            why = ", ".join(f"{n} {x:.0f}" for x, n in sorted(((x, n) for n, x in reasons.items()), reverse=True)[:3])
+            why = ", ".join(f"{n} {x:.0f}" for x, n in reasons[:3])
             print(f"  {100 * v / total:5.1f}%  {where:28s} {text[:80]:80s} [{why}]")
     return 0
 
@@ -166,43 +173,24 @@ def source_sites(path, kernel, top=25):
     """The SASS instructions of one kernel (its name contains `kernel`) with the most warp samples,
     each with the CUDA lines of the code around it: an inlined helper (an mbarrier wait, say) is one
     CUDA line for all its call sites, but each call site is its own instruction, and the caller's
-    lines just before and after it tell which wait it is. From the same cuda,sass source page."""
-    rows = list(csv.reader(open(path, newline="")))
-    fpath = fname = ""
-    head = None
+    lines just before and after it tell which wait it is. From the same source page (source_rows)."""
     where = None
     ins = {}  # address -> [samples, innermost CUDA line, SASS text, top reasons]
-    for r in rows:
-        c = [x.strip() for x in r]
-        if len(c) >= 2 and c[0] in ("File Path", "Function Name"):
-            if c[0] == "File Path":
-                fpath = c[1]
-            else:
-                fname = c[1]
-            head = None
+    for row in source_rows(path):
+        if kernel not in row["kernel"]:
             continue
-        if "Source" in c and any("Warp Stall Sampling (All" in x for x in c) and "Line No" in c and "Address" in c:
-            head = c
-            samp = next(i for i, n in enumerate(c) if "Warp Stall Sampling (All" in n)
-            sass = [i for i, n in enumerate(c) if n == "Source"][-1]
-            li, ai = c.index("Line No"), c.index("Address")
-            stall = [(i, n[len("stall_"):]) for i, n in enumerate(c) if n.startswith("stall_") and "Not Issued" not in n]
-            continue
-        if head is None or len(c) != len(head) or kernel not in fname:
-            continue
-        if c[li].isdigit():
-            where = f"{fpath.rsplit('/', 1)[-1]}:{c[li]}"
+        if row["where"]:
+            where = row["where"]
             continue
         where = where or "?:0"  # (SASS before any CUDA line: a build without line tables)
         try:
-            a = int(c[ai], 16)
+            a = int(row["addr"], 16)
         except ValueError:
             continue
-        v = num(c[samp])
-        reasons = sorted(((num(c[i]), n) for i, n in stall if num(c[i]) == num(c[i]) and num(c[i]) > 0), reverse=True)
+        v = row["samples"]
         # (an instruction inlined from several levels is listed under each: keep the innermost)
         if a not in ins or where.split(":")[0] in ("wgmma_common.cuh", "common.cuh"):
-            ins[a] = [0.0 if v != v else v, where, c[sass], reasons[:2]]
+            ins[a] = [0.0 if v != v else v, where, row["sass"], row["reasons"][:2]]
     if not ins:
         print(f"no SASS lines of a kernel named like {kernel!r} in {path}")
         return 1
