@@ -14,7 +14,8 @@
 #include "common.cuh"
 
 // Device-side watchdog: a consumer or the producer that waits on one mbarrier for more than about
-// 10 s traps (a launch error instead of a hang that eats the device call).
+// 10 s faults (a store to address 0: the host sees an illegal-address launch error instead of a
+// hang that eats the device call).
 // The check runs only every 4096 failed polls. 0 turns it off.
 #ifndef FOLDCP_WGMMA_WATCHDOG
 #define FOLDCP_WGMMA_WATCHDOG 1
@@ -73,8 +74,12 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
         t0 = t;
       } else if (t - t0 > 10000000000ull) {
         // No printf here: a function call inside the wgmma pipeline makes ptxas serialize the
-        // wgmmas (C7510). The host sees the trap as a launch failure.
-        __trap();
+        // wgmmas (C7510). The host sees the fault as a launch failure (an illegal address). Not
+        // __trap(): its noreturn exit inside a consumer's wait held the consumers of stage 1's
+        // 512-thread kernel (three consumer warpgroups, setmaxnreg.inc 160) to the launch bound's
+        // 128 registers in ptxas (616 B of spills at D = 256; 20 B with this store, which ptxas
+        // treats as any other instruction of the wait loop).
+        asm volatile("st.global.u32 [%0], 0;\n" ::"l"(0ull) : "memory");
       }
     }
   }
