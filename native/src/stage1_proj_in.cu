@@ -38,11 +38,13 @@ constexpr int in_x_slots(int D) {
                                           : (D + 63) / 64;
 }
 // The channels of LN_in(x) the consumers keep in registers as wgmma A fragments: all of them up
-// to D = 256; above, 256, and the rest (the tail) goes to shared memory and is read by wgmma from
+// to D = 384; above, 256, and the rest (the tail) goes to shared memory and is read by wgmma from
 // there, so that the chunk loop's registers stay those of D = 256. (The whole of LN_in(x) beside
 // the accumulators spilled from D = 288 and had ptxas serialize the wgmmas from D = 320: 888 B of
-// spills at D = 384, 2.4 KB at 512; with the tail, no serialization up to D = 384.)
-constexpr int in_reg_width(int D) { return D > 256 ? 256 : D; }
+// spills at D = 384, 2.4 KB at 512. Most of that was the watchdog's __trap() (wgmma_common.cuh),
+// which held the consumers to the launch bound's 168 registers: without it D = 384 whole in
+// registers spills 24 B and nothing is serialized.)
+constexpr int in_reg_width(int D) { return D > 384 ? 256 : D; }
 // Hidden channels per W1 chunk: 32 (128 rows: p_a, g_a, p_b, g_b of 32 channels in 8-row groups;
 // an m64n128 accumulator of 64 registers) up to D = 384. Above, a tail of up to 256 channels
 // (64 KiB) and a weight ring of a 128-row chunk plus one k-block (9 slots of 16 KiB) do not fit
