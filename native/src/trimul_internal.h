@@ -70,13 +70,14 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B,
 // The pair width D (x, out) and the hidden width H (a, b, z) of the kernels: multiples of 32 in
 // [32, kMaxWidth] each. The limit: the split stage 3's P kernel keeps the tile's LN_out(z) in shared
 // memory (128 KiB at H = 512, beside a weight ring of a chunk plus three k-blocks). Stages 1 and 3 keep a
-// token's D values of LN_in(x) in registers (D / 4 per thread): above D = 256 that no longer fits
-// the 232 registers the consumers get after setmaxnreg (ptxas allocates for that budget, not for
-// the launch bound's 168) beside the accumulators, and the kernels spill (correct, slower:
-// native/NOTES-gpu.md). Stage 1 keeps channels 256 .. D - 1 in shared memory instead (above
-// D = 384 with W1 in chunks of 16 channels: stage1_proj_in.cu, in_reg_width, in_chunk_channels);
-// so do the wide stage 3 kernel up to D = 384 (stage3_wide.cuh: wide_reg_width) and the split
-// stage 3's G kernel (stage3_split.cuh: g_reg_width).
+// token's D values of LN_in(x) in registers (D / 4 per thread) beside the accumulators, within the
+// 232 registers the consumers get after setmaxnreg (ptxas allocates for that budget, not for the
+// launch bound's 168, as long as nothing in the consumers' code is a noreturn exit: the mbarrier
+// watchdog's former __trap() held them to the launch bound, wgmma_common.cuh). Stage 1 does so up to
+// D = 384 (24 B of spills there) and above keeps channels 256 .. D - 1 in shared memory (with W1 in
+// chunks of 16 channels: stage1_proj_in.cu, in_reg_width, in_chunk_channels), as do the wide stage
+// 3 kernel above D = 256 (stage3_wide.cuh: wide_reg_width) and the split stage 3's G kernel
+// (stage3_split.cuh: g_reg_width).
 constexpr int kMaxWidth = 512;
 // Stage 3 at widths up to this (both D and H) is the fused kernel (x tile in shared memory for
 // the residual and the output's TMA stores); a wider pair runs the wide kernel (stage3_wide.cuh)
