@@ -75,10 +75,10 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
       } else if (t - t0 > 10000000000ull) {
         // No printf here: a function call inside the wgmma pipeline makes ptxas serialize the
         // wgmmas (C7510). The host sees the fault as a launch failure (an illegal address). Not
-        // __trap(): its noreturn exit inside a consumer's wait held the consumers of stage 1's
-        // 512-thread kernel (three consumer warpgroups, setmaxnreg.inc 160) to the launch bound's
-        // 128 registers in ptxas (616 B of spills at D = 256; 20 B with this store, which ptxas
-        // treats as any other instruction of the wait loop).
+        // __trap(): its noreturn exit inside a consumer's wait held the consumers to the launch
+        // bound's 168 registers in ptxas instead of their setmaxnreg budget (stage 1 above D = 256
+        // spilled 144-208 B with it, 0-56 B with this store, which ptxas treats as any other
+        // instruction of the wait loop; the wide stage 3 104-296 B against 0-88 B).
         asm volatile("st.global.u32 [%0], 0;\n" ::"l"(0ull) : "memory");
       }
     }
