@@ -39,12 +39,12 @@ namespace wide {
 
 constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 8 g_out rows)
 constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
-// The channels of LN_in(x) kept in registers for the g_out view: all of them up to D = 256; above
-// (D <= kWideOutMax here), channels 256 .. D - 1 go to shared memory (the tail, read by SS wgmmas)
-// as in stage 1, so that the registers are those of D = 256 (ptxas at 384/256: 132 B of spills
-// instead of 620), except at D = 288 with H below 128, where the all-register kernel spills only
-// 4-8 B (the split one 132-144).
-constexpr int wide_reg_width(int D, int H) { return D > 256 && (D > 288 || H >= 128) ? 256 : D; }
+// The channels of LN_in(x) kept in registers for the g_out view: all of them (D <= kWideOutMax
+// here). Until the watchdog stopped trapping (wgmma_common.cuh) channels 256 .. D - 1 went to
+// shared memory (a tail read by SS wgmmas, as in stage 1): with the trap, all of them in registers
+// spilled 620 B at 384/256; with the store, 0-8 B at every D up to 384, less than the tail's 0-92 B,
+// and the tail's shared memory goes to the rings.
+constexpr int wide_reg_width(int D, int H) { return D; }
 // Besides the x ring and the weight ring: A_z, the tail, then LN_in w, b (D each) and LN_out w, b
 // (H each).
 constexpr int wide_extra_base(int D, int H) {
