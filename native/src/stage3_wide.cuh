@@ -20,10 +20,12 @@
 //     through beside 220 KiB of shared memory: the gates waiting on them were 15 % of the kernel's
 //     warp samples at 384/384 in ncu).
 // x may alias out: a thread reads each residual right before it writes that output, the tile's
-// x k-blocks are all in registers (or the tail) before its first output is written, and tiles do
-// not overlap.
-// (Registers: D / 4 for LN_in(x) beside 32 accumulators; ptxas spills some above D = 256, less
-// where the channels past 256 go to shared memory: wide_reg_width. Speed: native/NOTES-gpu.md.)
+// x k-blocks are all in registers before its first output is written, and tiles do not overlap.
+// (Registers: D / 4 for LN_in(x) beside 32 accumulators, all of LN_in(x) up to D = 384: ptxas
+// spills 0-8 B. Until the mbarrier watchdog stopped trapping (wgmma_common.cuh), channels 256 ..
+// D - 1 went to shared memory instead, a tail read by SS wgmmas: with the trap, the whole of it in
+// registers spilled 620 B at 384/256; the tail spilled 0-92 B with the store. Speed:
+// native/NOTES-gpu.md.)
 #pragma once
 #include <climits>
 #include <cstdint>
@@ -39,23 +41,16 @@ namespace wide {
 
 constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 8 g_out rows)
 constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
-// The channels of LN_in(x) kept in registers for the g_out view: all of them (D <= kWideOutMax
-// here). Until the watchdog stopped trapping (wgmma_common.cuh) channels 256 .. D - 1 went to
-// shared memory (a tail read by SS wgmmas, as in stage 1): with the trap, all of them in registers
-// spilled 620 B at 384/256; with the store, 0-8 B at every D up to 384, less than the tail's 0-92 B,
-// and the tail's shared memory goes to the rings.
-constexpr int wide_reg_width(int D, int H) { return D; }
-// Besides the x ring and the weight ring: A_z, the tail, then LN_in w, b (D each) and LN_out w, b
-// (H each).
+// Besides the x ring and the weight ring: A_z, then LN_in w, b (D each) and LN_out w, b (H each).
 constexpr int wide_extra_base(int D, int H) {
-  return proj::x_tile_bytes(H) + proj::tail_bytes(D, wide_reg_width(D, H)) + (2 * D + 2 * H) * 4;
+  return proj::x_tile_bytes(H) + (2 * D + 2 * H) * 4;
 }
 // Weight slots that fit beside the x ring's slots and `extra` bytes.
 constexpr int wide_fit(int xslots, int extra) {
   return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (xslots * proj::KB_BYTES + extra + 1024)) / (kWideRows * 128);
 }
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
-// the rest, else one (D and H both 352 or 384, with the tail).
+// the rest, else one.
 constexpr int wide_x_slots(int D, int H) {
   return wide_fit(2, wide_extra_base(D, H)) >= (wide_kw(D, H) + 63) / 64 + 2 ? 2 : 1;
 }
@@ -74,8 +69,6 @@ struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, 
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
   static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
   static constexpr int NKB_H = (H + 63) / 64;            // k-blocks of A_z (z's TMA boxes per warpgroup)
-  static constexpr int KR = wide_reg_width(D, H);        // channels of LN_in(x) in registers
-  static constexpr int TAIL = proj::tail_bytes(D, KR);   // the rest, in shared memory
 };
 
 template <int D, int H>
@@ -99,8 +92,8 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t s_x = base;                          // NXBUF x k-block slots
   const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
   const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
-  const uint32_t s_tail = s_w + C::STAGES * C::W_SLOT;  // LN_in(x) past C::KR
-  const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + (s_tail - base) + C::TAIL), lniw, lnib,
+  const uint32_t s_vec = s_w + C::STAGES * C::W_SLOT;  // the LayerNorms' and biases' vectors
+  const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + (s_vec - base)), lniw, lnib,
                                          lnow, lnob, pout_b, gout_b);
   const RingBars rb = ring_bars<C::NXBUF, C::STAGES>(bars);
   const ZBars zb = z_bars(&bars[RINGBARS]);
@@ -132,8 +125,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const int lane = tid_wg & 31, warp = tid_wg >> 5;
   const int g = lane >> 2, t4 = lane & 3;
 
-  uint32_t ax[C::KR / 16][4];
-  const uint64_t da_tail = tail_desc(s_tail, cw);
+  uint32_t ax[C::KS][4];
   ChunkRing<C::STAGES> ring;
   RingPos<C::NXBUF> xring;
 
@@ -145,7 +137,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 
     // LN_out(z) -> this warpgroup's rows of A_z (its previous tile's wgmmas are complete: the last
     // release_chunk waited for all of them; by TMA the raw z was loaded once they were, during the
-    // last chunk's epilogue), then LN_in(x) -> registers (and the tail). (LN_in first, to give the
+    // last chunk's epilogue), then LN_in(x) -> registers. (LN_in first, to give the
     // TMA more time, kept LN_in(x)'s registers live through LN_out: ptxas spilled twice as much.)
     if (z_tma) {
       mbar_wait(zb.full(cw), u & 1);
@@ -153,12 +145,9 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     } else {
       ln_out_to_tile<H>(z, b, i, j0, jvalid, ldz, sz, vec.lnow, vec.lnob, eps, s_az, cw, warp, lane);
     }
-    if constexpr (C::TAIL > 0)
-      ln_in_frags_ring_split<D, C::KR, C::NXBUF>(ax, xring, rb, s_x, s_tail, cw, warp, lane, vec.lniw, vec.lnib, eps);
-    else
-      ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, vec.lniw, vec.lnib, eps);
-    fence_proxy_async_smem();  // the A_z and tail writes are read by wgmma (async proxy)
-    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z (and tail) rows are written before the wgmmas read them
+    ln_in_frags_ring<D, C::NXBUF>(ax, xring, rb, s_x, cw, warp, lane, vec.lniw, vec.lnib, eps);
+    fence_proxy_async_smem();  // the A_z writes are read by wgmma (async proxy)
+    bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
 
     // This thread's outputs: tokens t0 (h = 0) and t0 + 8 (h = 1) of the tile, channels
     // 32 j + 8 jj + 2 t4 + {0, 1} of chunk j.
@@ -187,11 +176,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
           const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
           if (4 * kb + ks < C::KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
           const int k = 4 * kb + ks;
-          if (k < C::KR / 16) {
-            wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
-          } else if (k < C::KS) {
-            wgmma_m64n32k16_ss(accg, tail_step(da_tail, k - C::KR / 16), dg + step, 1);
-          }
+          if (k < C::KS) wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
         }
       });
       // The halved biases of the epilogue's first channel pair, read while the MMAs run (the waits
