@@ -75,9 +75,9 @@ inline WsLayout ws_layout(int64_t B, int64_t N, int64_t C) { return ws_layout(B,
 // launch bound's 168, as long as nothing in the consumers' code is a noreturn exit: the mbarrier
 // watchdog's former __trap() held them to the launch bound, wgmma_common.cuh). Stage 1 does so up to
 // D = 384 (24 B of spills there) and above keeps channels 256 .. D - 1 in shared memory (with W1 in
-// chunks of 16 channels: stage1_proj_in.cu, in_reg_width, in_chunk_channels), as do the wide stage
-// 3 kernel above D = 256 (stage3_wide.cuh: wide_reg_width) and the split stage 3's G kernel
-// (stage3_split.cuh: g_reg_width).
+// chunks of 16 channels: stage1_proj_in.cu, in_reg_width, in_chunk_channels), as does the split
+// stage 3's G kernel (stage3_split.cuh: g_reg_width). The wide stage 3 (up to D = 384) keeps all
+// of them in registers (0-8 B of spills).
 constexpr int kMaxWidth = 512;
 // Stage 3 at widths up to this (both D and H) is the fused kernel (x tile in shared memory for
 // the residual and the output's TMA stores); a wider pair runs the wide kernel (stage3_wide.cuh)
