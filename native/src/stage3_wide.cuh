@@ -7,7 +7,8 @@
 //   - A_z (LN_out(z), shared memory) is the only whole tile kept: z comes by TMA into it and
 //     LN_out turns it token-major and normalizes it in place (ln_out_from_tma), or, where z's rows
 //     are not 16-byte aligned, ln_out_to_tile loads it from global memory;
-//   - x comes through a ring of one or two k-block slots, only for LN_in(x) (into registers);
+//   - x comes through a ring of k-block slots (two at every pair up to 384), only for LN_in(x)
+//     (into registers);
 //     the residual is read from global memory (L2: the producer prefetches each tile's x) and the
 //     outputs are stored from registers, 4 bytes per token and channel pair;
 //   - W3 ([2D][max(D, H)], the layout the fused kernel reads) comes in chunks of 64 rows = 32
@@ -50,7 +51,7 @@ constexpr int wide_fit(int xslots, int extra) {
   return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (xslots * proj::KB_BYTES + extra + 1024)) / (kWideRows * 128);
 }
 // x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
-// the rest, else one.
+// the rest (every pair up to 384 since LN_in(x) lost its shared-memory tail), else one.
 constexpr int wide_x_slots(int D, int H) {
   return wide_fit(2, wide_extra_base(D, H)) >= (wide_kw(D, H) + 63) / 64 + 2 ? 2 : 1;
 }

@@ -938,8 +938,8 @@ int main(int argc, char** argv) {
     cases.push_back({1, 130, 256, 1, true, 1, true, 0, 288});
     cases.push_back({1, 100, 480, 1, true, 0, true, 0, 32});
     cases.push_back({1, 1000, 384, 0, true, 1, true, 4, 256});
-    // the wide stage 3 with LN_in(x) past channel 256 in shared memory (stage 1 holds all of it
-    // in registers up to D = 384): one tail k-block (320), two with the last half used (352)
+    // LN_in(x) past channel 256 in registers (stage 1 and the wide stage 3 up to D = 384): one
+    // more k-block (320), two with the last half used (352)
     cases.push_back({1, 130, 320, 1, true, 1, true, 0, 128});
     cases.push_back({2, 100, 352, 0, false, 1, true, 0, 256});
     // above D = 384 stage 1 takes W1 in chunks of 16 channels (64 rows) beside a tail of up to
