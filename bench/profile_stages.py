@@ -42,6 +42,9 @@ COLUMNS = [
     ("issue%", [r"^smsp__issue_active\.avg\.pct_of_peak_sustained_active$",
                 r"^sm__inst_issued\.avg\.pct_of_peak_sustained_active$"]),
     ("L1%", [r"^l1tex__throughput\.avg\.pct_of_peak_sustained_active$"]),
+    # L2's own throughput: stages 1 and 3 stream their whole weight matrix from L2 per 128-token
+    # tile (W1 512 KiB at D = H = 256), which mem% (the largest unit's) does not single out
+    ("L2%", [r"^lts__throughput\.avg\.pct_of_peak_sustained_elapsed$"]),
 ]
 STALL = re.compile(r"^smsp__average_warps_issue_stalled_(\w+)_per_issue_active\.ratio$")
 
