@@ -11,10 +11,11 @@
 //     (into registers);
 //     the residual is read from global memory (L2: the producer prefetches each tile's x) and the
 //     outputs are stored from registers, 4 bytes per token and channel pair;
-//   - W3 ([2D][max(D, H)], the layout the fused kernel reads) comes in chunks of 64 rows = 32
-//     output channels (slots of 8 KiB), so that the weight ring holds a chunk plus two k-blocks
-//     beside A_z; the two views of a slot are m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x)
-//     from registers);
+//   - W3 ([2D][max(D, H)], the layout the fused kernel reads) comes in chunks of 128 rows = 64
+//     output channels (slots of 16 KiB) where a ring of a chunk plus one k-block fits beside A_z
+//     (H <= 256), else of 64 rows = 32 output channels (slots of 8 KiB; wide_rows); the two views
+//     of a slot are m64n64 or m64n32 wgmmas (p: A_z from shared memory, g: LN_in(x) from
+//     registers);
 //   - the LN vectors are copied to shared memory (read from global memory, the compiler issued
 //     their loads all at once and held them: hundreds of bytes of spills), and so are the
 //     epilogue's biases (from global memory they missed L1, which the residual and z loads stream
@@ -40,33 +41,44 @@
 namespace foldcp {
 namespace wide {
 
-constexpr int kWideRows = 64;  // W3 rows per chunk: 4 groups of (8 p_out rows, 8 g_out rows)
 constexpr int wide_kw(int D, int H) { return D > H ? D : H; }
 // Besides the x ring and the weight ring: A_z, then LN_in w, b (D each) and LN_out w, b (H each).
 constexpr int wide_extra_base(int D, int H) {
   return proj::x_tile_bytes(H) + (2 * D + 2 * H) * 4;
 }
-// Weight slots that fit beside the x ring's slots and `extra` bytes.
-constexpr int wide_fit(int xslots, int extra) {
-  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (xslots * proj::KB_BYTES + extra + 1024)) / (kWideRows * 128);
-}
-// x ring slots: two where a weight ring of a chunk plus two k-blocks still fits beside them and
-// the rest (every pair up to 384 since LN_in(x) lost its shared-memory tail), else one.
-constexpr int wide_x_slots(int D, int H) {
-  return wide_fit(2, wide_extra_base(D, H)) >= (wide_kw(D, H) + 63) / 64 + 2 ? 2 : 1;
-}
 // ... and the epilogue's biases (bp, bg halved for gate_half: 2 D floats).
 constexpr int wide_extra(int D, int H) { return wide_extra_base(D, H) + 2 * D * 4; }
+// Weight slots of `rows` W3 rows that fit beside the x ring's slots and `extra` bytes.
+constexpr int wide_fit(int xslots, int extra, int rows) {
+  return (proj::SMEM_LIMIT - proj::STATIC_SMEM - (xslots * proj::KB_BYTES + extra + 1024)) / (rows * 128);
+}
+// W3 rows per chunk. 128 (64 output channels, the fused kernel's chunk: 8-row groups alternating
+// p_out, g_out, m64n64 views) where D is a multiple of 64 and a ring of a chunk plus one k-block of
+// 16 KiB slots fits beside two x slots and the rest (384/256, 320/256, 384/128, ...: A_z of
+// H <= 256); else 64 (32 output channels, m64n32 views, slots of 8 KiB: 384/384, 352/x, ...).
+// Twice the channels per chunk halve the chunks' turns, MMA waits and epilogue set-ups per tile,
+// and the p view's SS MMAs read A_z once per 64 output channels instead of 32.
+constexpr int wide_rows(int D, int H) {
+  return D % 64 == 0 && wide_fit(2, wide_extra(D, H), 128) >= (wide_kw(D, H) + 63) / 64 + 1 ? 128 : 64;
+}
+// x ring slots: two where a weight ring of a chunk plus two k-blocks (with 128-row chunks: plus
+// one) still fits beside them and the rest (every pair up to 384 since LN_in(x) lost its
+// shared-memory tail), else one.
+constexpr int wide_x_slots(int D, int H) {
+  return wide_rows(D, H) == 128 || wide_fit(2, wide_extra_base(D, H), 64) >= (wide_kw(D, H) + 63) / 64 + 2 ? 2 : 1;
+}
 // Weight slots: as many as fit, up to what the mbarrier array holds beside the x ring's and z's (16
-// pairs in STATIC_SMEM). A chunk is short here (32 output channels: 64 rows of 8 KiB per k-block), so the
-// ring's k-blocks beyond the chunk being read are all the producer can load ahead of the next
-// chunk, against the latency of each L2 -> shared-memory TMA.
+// pairs in STATIC_SMEM). A chunk is short here (32 or 64 output channels: 64 or 128 rows per
+// k-block), so the ring's k-blocks beyond the chunk being read are all the producer can load ahead
+// of the next chunk, against the latency of each L2 -> shared-memory TMA.
 constexpr int wide_max_stages(int D, int H) { return proj::stages_beside(wide_x_slots(D, H) + proj::CONSUMERS); }
 template <int D, int H>
-struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, kWideRows,
+struct WideOutCfg : ProjCfg<D, wide_x_slots(D, H), wide_extra(D, H), wide_kw(D, H), proj::KB_BYTES, wide_rows(D, H),
                             wide_max_stages(D, H)> {
   static constexpr int KW = wide_kw(D, H);
-  static constexpr int NCH = D / 32;                     // chunks of 32 output channels
+  static constexpr int ROWS = wide_rows(D, H);           // W3 rows per chunk
+  static constexpr int CH = ROWS / 2;                    // output channels per chunk
+  static constexpr int NCH = D / CH;                     // chunks
   static constexpr int AZBYTES = proj::x_tile_bytes(H);  // LN_out(z) of the tile
   static constexpr int KS_H = H / 16;                    // k16 steps of p_out (those of g_out: KS)
   static constexpr int NKB_H = (H + 63) / 64;            // k-blocks of A_z (z's TMA boxes per warpgroup)
@@ -92,7 +104,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
   const uint32_t base = aligned_smem(smem_raw, &sm);
   const uint32_t s_x = base;                          // NXBUF x k-block slots
   const uint32_t s_az = s_x + C::NXBUF * C::XBYTES;   // LN_out(z) tile
-  const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of 64 rows
+  const uint32_t s_w = s_az + C::AZBYTES;             // STAGES weight slots of C::ROWS rows
   const uint32_t s_vec = s_w + C::STAGES * C::W_SLOT;  // the LayerNorms' and biases' vectors
   const OutVecs vec = load_out_vecs<D, H>(reinterpret_cast<float*>(sm + (s_vec - base)), lniw, lnib,
                                          lnow, lnob, pout_b, gout_b);
@@ -109,7 +121,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     // ------------------------------------------------------------ producers
     setmaxnreg_dec<PRODUCER_REGS>();
     if (tid_wg == 0 && n_local > 0) {
-      produce_weights<C::WKB, C::STAGES, kWideRows>(&tmW, s_w, rb, n_local, 0, C::NCH);
+      produce_weights<C::WKB, C::STAGES, C::ROWS>(&tmW, s_w, rb, n_local, 0, C::NCH);
     } else if (tid_wg == 32 && n_local > 0) {
       produce_x_ring<C::NKB, C::NXBUF>(&tmX, s_x, rb, n_local, tiles_k, rows, [&](const TokenTile& tt, int j0) {
         prefetch_out_tile<D, H>(x, z, tt.b, tt.i, j0, rows, cols, ldz, sz, z_prefetch);
@@ -151,33 +163,38 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
     bar_sync(BAR_WG + cw, 128);  // all 4 warps' A_z rows are written before the wgmmas read them
 
     // This thread's outputs: tokens t0 (h = 0) and t0 + 8 (h = 1) of the tile, channels
-    // 32 j + 8 jj + 2 t4 + {0, 1} of chunk j.
+    // CH j + 8 jj + 2 t4 + {0, 1} of chunk j.
     const int t0 = 64 * cw + 16 * warp + g;
     const bool tv[2] = {t0 < jvalid, t0 + 8 < jvalid};
     const int64_t tok0 = (((int64_t)b * rows + i) * cols + j0 + t0) * D;  // element offset of token t0
-    float accp[16] = {}, accg[16] = {};  // (each chunk's first wgmma overwrites them)
+    constexpr int NJJ = C::CH / 8;  // 8-channel groups of a chunk
+    float accp[C::CH / 2] = {}, accg[C::CH / 2] = {};  // (each chunk's first wgmma overwrites them)
     for (int j = 0; j < C::NCH; ++j) {
       // The residuals of this chunk's outputs, loaded before the turn wait (L2, prefetched).
-      uint32_t xres[4][2];
+      uint32_t xres[NJJ][2];
 #pragma unroll
-      for (int jj = 0; jj < 4; ++jj)
+      for (int jj = 0; jj < NJJ; ++jj)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           xres[jj][h] = 0u;
           if (residual && tv[h])
-            xres[jj][h] = *reinterpret_cast<const uint32_t*>(x + tok0 + 8 * h * D + 32 * j + 8 * jj + 2 * t4);
+            xres[jj][h] = *reinterpret_cast<const uint32_t*>(x + tok0 + 8 * h * D + C::CH * j + 8 * jj + 2 * t4);
         }
-      const int ws0 = issue_chunk<C::WKB, C::STAGES, kWideRows * 128>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
-        const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, 6
-        const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, 7
-        const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * WG_KB_BYTES, 16u, 1024u);
+      const int ws0 = issue_chunk<C::WKB, C::STAGES, C::ROWS * 128>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
+        if constexpr (C::ROWS == 128) {
+          out_kblock_mmas<C::KS_H, C::KS>(accp, accg, ax, s_az + cw * WG_KB_BYTES, slot, kb);
+        } else {
+          const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, 6
+          const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, 7
+          const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * WG_KB_BYTES, 16u, 1024u);
 #pragma unroll
-        for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
-          const uint64_t step = (uint64_t)((ks * 32) >> 4);
-          const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
-          if (4 * kb + ks < C::KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
-          const int k = 4 * kb + ks;
-          if (k < C::KS) wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
+          for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
+            const uint64_t step = (uint64_t)((ks * 32) >> 4);
+            const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
+            if (4 * kb + ks < C::KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
+            const int k = 4 * kb + ks;
+            if (k < C::KS) wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
+          }
         }
       });
       // The halved biases of the epilogue's first channel pair, read while the MMAs run (the waits
@@ -188,7 +205,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
         hbg = *reinterpret_cast<const float2*>(vec.bg + c);
       };
       float2 nbp, nbg;
-      halved_biases(32 * j + 2 * t4, nbp, nbg);
+      halved_biases(C::CH * j + 2 * t4, nbp, nbg);
       release_chunk<C::WKB, C::STAGES>(ws0, rb, lane);
       // the tile's last MMAs are complete: A_z may take the next tile's z
       if (z_tma && j == C::NCH - 1) zb.release(cw, lane);
@@ -197,10 +214,10 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
 
       // ---- epilogue: out = sigmoid(g + bg) * (p + bp) (+ x)
 #pragma unroll
-      for (int jj = 0; jj < 4; ++jj) {
-        const int c = 32 * j + 8 * jj + 2 * t4;
+      for (int jj = 0; jj < NJJ; ++jj) {
+        const int c = C::CH * j + 8 * jj + 2 * t4;
         const float2 hbp = nbp, hbg = nbg;
-        if (jj < 3) halved_biases(c + 8, nbp, nbg);
+        if (jj + 1 < NJJ) halved_biases(c + 8, nbp, nbg);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           float v0 = gate_half(accg[4 * jj + 2 * h], hbg.x, accp[4 * jj + 2 * h], hbp.x);
@@ -225,11 +242,11 @@ cudaError_t launch_wide_t(const DevLayer& L, const void* x, const bf16_raw* z, v
   const int64_t total = B * rows * tiles_k;
   if (!out_args_ok(L, x, z, out, B, rows, cols, ldz, sz, total)) return cudaErrorInvalidValue;
   // x: (B, rows, cols, D) bf16 in boxes of 64 channels x 128 tokens; W3: [2D][KW] in boxes of
-  // 64 k x 64 rows (columns past the K of a view are zero in W3; past KW, zero-filled).
+  // 64 k x C::ROWS rows (columns past the K of a view are zero in W3; past KW, zero-filled).
   CUtensorMap mx, mw, mz{};
   cudaError_t e = encode_tokens(&mx, x, D, cols, rows, B, proj::TOK);
   if (e != cudaSuccess) return e;
-  e = encode_weights(&mw, L.w_out, C::KW, 2 * D, kWideRows);
+  e = encode_weights(&mw, L.w_out, C::KW, 2 * D, C::ROWS);
   if (e != cudaSuccess) return e;
   const int z_tma = encode_z_rows(&mz, z, H, B, rows, cols, ldz, sz);
   return launch_persistent<proj_out_wide_kernel<D, H>>(
