@@ -447,16 +447,19 @@ __device__ __forceinline__ OutVecs load_out_vecs(float* first, const float* __re
   return v;
 }
 
-// ---- the fused chunk of the kernels whose W3 chunks are 128 rows (64 output channels, 8-row
-// groups alternating p_out, g_out; proj_out_wgmma_kernel, proj_out_resident_kernel)
-// p_out and g_out of k-block kb of a W3 chunk (its 128 rows x 64 k at `slot`): two wgmma B views
+// ---- the k-block MMAs of a W3 chunk of 128 rows (64 output channels: proj_out_wgmma_kernel,
+// proj_out_resident_kernel, the wide kernel where it fits) or 64 rows (32 output channels: the
+// wide kernel elsewhere), 8-row groups alternating p_out, g_out; NACC = the rows / 4, each view's
+// accumulators per thread (m64n64 or m64n32).
+// p_out and g_out of k-block kb of a W3 chunk (its rows x 64 k at `slot`): two wgmma B views
 // of the slot (descriptor stride 2048 B between 8-row groups, the g view starting 1024 B in), so
 // p and g of a channel land in the same thread's registers; p over A_z (the warpgroup's rows:
 // az_wg = the A_z tile + cw WG_KB_BYTES) by SS, g over LN_in(x)'s fragments by RS. Each view only
 // over its own K (the rows are zero past it).
-template <int KS_H, int KS>
-__device__ __forceinline__ void out_kblock_mmas(float (&accp)[32], float (&accg)[32], const uint32_t (&ax)[KS][4],
+template <int KS_H, int KS, int NACC>
+__device__ __forceinline__ void out_kblock_mmas(float (&accp)[NACC], float (&accg)[NACC], const uint32_t (&ax)[KS][4],
                                                 uint32_t az_wg, uint32_t slot, int kb) {
+  static_assert(NACC == 32 || NACC == 16, "W3 chunks of 128 or 64 rows");
   const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, ...
   const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, ...
   const uint64_t da = smem_desc(az_wg + kb * proj::KB_BYTES, 16u, 1024u);
@@ -464,8 +467,13 @@ __device__ __forceinline__ void out_kblock_mmas(float (&accp)[32], float (&accg)
   for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
     const uint64_t step = (uint64_t)((ks * 32) >> 4);
     const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
-    if (4 * kb + ks < KS_H) wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
-    if (4 * kb + ks < KS) wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+    if constexpr (NACC == 32) {
+      if (4 * kb + ks < KS_H) wgmma_m64n64k16_ss(accp, da + step, dp + step, acc_on);
+      if (4 * kb + ks < KS) wgmma_m64n64k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+    } else {
+      if (4 * kb + ks < KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
+      if (4 * kb + ks < KS) wgmma_m64n32k16_rs(accg, ax[4 * kb + ks], dg + step, acc_on);
+    }
   }
 }
 

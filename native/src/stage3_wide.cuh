@@ -181,21 +181,7 @@ __global__ void __launch_bounds__(proj::THREADS, 1)
             xres[jj][h] = *reinterpret_cast<const uint32_t*>(x + tok0 + 8 * h * D + C::CH * j + 8 * jj + 2 * t4);
         }
       const int ws0 = issue_chunk<C::WKB, C::STAGES, C::ROWS * 128>(cw, ring, rb, s_w, [&](int kb, uint32_t slot) {
-        if constexpr (C::ROWS == 128) {
-          out_kblock_mmas<C::KS_H, C::KS>(accp, accg, ax, s_az + cw * WG_KB_BYTES, slot, kb);
-        } else {
-          const uint64_t dp = smem_desc(slot, 16u, 2048u);          // p_out rows: 8-row groups 0, 2, 4, 6
-          const uint64_t dg = smem_desc(slot + 1024u, 16u, 2048u);  // g_out rows: 8-row groups 1, 3, 5, 7
-          const uint64_t da = smem_desc(s_az + kb * KB_BYTES + cw * WG_KB_BYTES, 16u, 1024u);
-#pragma unroll
-          for (int ks = 0; ks < 4; ++ks) {  // the conditions are compile-time after unrolling
-            const uint64_t step = (uint64_t)((ks * 32) >> 4);
-            const int acc_on = (kb > 0 || ks > 0) ? 1 : 0;
-            if (4 * kb + ks < C::KS_H) wgmma_m64n32k16_ss(accp, da + step, dp + step, acc_on);
-            const int k = 4 * kb + ks;
-            if (k < C::KS) wgmma_m64n32k16_rs(accg, ax[k], dg + step, acc_on);
-          }
-        }
+        out_kblock_mmas<C::KS_H, C::KS>(accp, accg, ax, s_az + cw * WG_KB_BYTES, slot, kb);
       });
       // The halved biases of the epilogue's first channel pair, read while the MMAs run (the waits
       // below are memory clobbers: loads written before them stay before them); each jj reads the
